@@ -1,0 +1,1 @@
+"""Web dashboards (heatmap, alerts, privacy ledger), REST API and alert subscribers."""

@@ -1,0 +1,1 @@
+"""Access-point simulator: building population model, event generator, Kafka producer, replay."""

@@ -1,0 +1,1 @@
+"""Experiment, evaluation and audit tools (CLI drivers over mechanisms + simulator)."""
