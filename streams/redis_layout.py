@@ -19,6 +19,9 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``ledger:releases`` — stream (internal), field ``data`` = a ledger record JSON
 * ``ledger:spent:{day}`` — hash (internal), ``{mech}`` → ε spent that day
 * ``eval:true:…`` — true counts, only in explicit evaluation mode (never by default)
+* ``alerts:acks`` — hash, alert stream id → JSON ``{"ts", "role"}`` (acknowledgements)
+* ``webhook:{name}:cursor`` — string, last ``alerts`` stream id handled for a webhook
+* ``webhook:{name}:dlq`` — list of JSON dead letters (alert, idempotency key, error)
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ ALERTS_CHANNEL = "alerts"
 UPDATES_CHANNEL = "occ:updates"
 LEDGER_STREAM = "ledger:releases"
 EVAL_PREFIX = "eval:true"
+ALERTS_ACKS = "alerts:acks"
 
 
 def latest(mech: str) -> str:
@@ -68,6 +72,16 @@ def ledger_spent(day: str) -> str:
 def eval_true(location: str) -> str:
     """Sorted set of true counts (evaluation mode only)."""
     return f"{EVAL_PREFIX}:series:{location}"
+
+
+def webhook_cursor(name: str) -> str:
+    """Last ``alerts`` stream id a webhook subscriber has delivered or dead-lettered."""
+    return f"webhook:{name}:cursor"
+
+
+def webhook_dlq(name: str) -> str:
+    """List of alerts a webhook subscriber gave up on (dead letters)."""
+    return f"webhook:{name}:dlq"
 
 
 def slot_of(tick: float, tick_s: float) -> int:
