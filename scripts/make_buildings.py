@@ -14,8 +14,9 @@ Rooms are rectangles that tile each side without overlap.
 Fire-code capacity = floor area / occupant-load factor (m² per person), after the
 International Building Code table 1004.5 (classroom 20 ft² net, office 150 ft²
 gross, lab 50 ft², assembly without fixed seats 15 ft², lecture halls with fixed
-seating counted by seats ≈ 1.4 m² per seat). ``dbh`` is modelled on the thesis
-building (thesis §3: a 6-floor university building with 64 access points).
+seating counted by seats ≈ 1.4 m² per seat; corridors as standing space). ``dbh``
+is modelled on the thesis building (thesis §3: a 6-floor university building with
+64 access points).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ LOAD_FACTOR_M2 = {
     "lab": 4.6,
     "meeting": 1.9,
     "lounge": 1.4,
-    "corridor": 2.8,
+    "corridor": 0.65,  # standing space while classes change (IBC: 5 ft² net)
     "public": 1.4,
     "restroom": 4.6,
 }
