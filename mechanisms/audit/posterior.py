@@ -1,0 +1,312 @@
+"""Attacker priors and posteriors over a victim's location (thesis §4.4–4.5, app. B).
+
+Everything here is post-processing of counts the attacker sees (plus, for the
+audit's ground truth, the true counts); no randomness, no budget.
+
+Notation (thesis §4.4): at a time point ``t`` there are locations ``L``; the attacker
+has a non-individualised prior ``p_l^t`` (an "average user", §4.5.1), sees either
+the true counts ``c`` or a mechanism's released counts ``y``, and may know exactly
+who is inside some *open regions* (§4.4.1 "Increasing attacker's knowledge").
+Victims are the people in closed regions; their prior is renormalised over the
+closed regions (§4.5.2) and ``m`` (the number of people in closed regions) is a
+public parameter (app. B.3: "we treat m as a public parameter").
+
+* :func:`true_count_posterior` — eq. 4.3, ``Pr[u ∈ l | C] = c_l / m``.
+* :func:`noisy_posterior` — eq. 4.4 for one region at a time (§4.5.2):
+  ``Σ_z (z/m) f(y|z) Bin(z; m, p) / Σ_z f(y|z) Bin(z; m, p)``. The thesis prints the
+  sums from ``z = 1``; the denominator must include ``z = 0`` (an empty room is a
+  possible true count), otherwise the ε → 0 limit of app. B.2 (the prior) fails.
+  Computed in log space, vectorised over (time, location, z).
+* :func:`dp_worst_case_bound` — §4.4.2, ``1 / (1 + e^{-ε} (1 − p) / p)``.
+* :func:`localized_by_class` — §4.5 step 4–5 and §4.6: people localised correctly
+  per confidence class, excluding those the prior already localises as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+from scipy.special import gammaln, logsumexp, xlogy
+
+from mechanisms.errors import InvalidParameterError, check_positive
+
+#: Confidence class edges (thesis §4.6): (0, 0.1], (0.1, 0.25], …, (0.9, 1].
+CONFIDENCE_EDGES: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+CONFIDENCE_LABELS: tuple[str, ...] = tuple(
+    f"{lo:g}–{hi:g}" for lo, hi in zip(CONFIDENCE_EDGES[:-1], CONFIDENCE_EDGES[1:], strict=True)
+)
+N_CLASSES = len(CONFIDENCE_LABELS)
+
+#: Max elements of one (time, location, z) block; bounds memory of noisy_posterior.
+_BLOCK_ELEMENTS = 4_000_000
+
+
+class Likelihood(Protocol):
+    """A noise model: log f_Y(y | C = z), broadcasting over ``y`` and ``z``."""
+
+    def logpdf(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Log density (or log mass) of releasing ``y`` when the true count is ``z``."""
+        ...
+
+
+class LaplaceLikelihood:
+    """Known Laplace noise, ``f(y|z) = ε/2 · exp(−ε|y − z|)`` (thesis §4.6.1).
+
+    The discrete Laplace (two-sided geometric) mass ``∝ exp(−ε|y − z|)`` differs only
+    by a constant factor, which cancels in eq. 4.4, so this serves both samplers.
+
+    Args:
+        epsilon: the per-count ε of the release (sensitivity 1).
+    """
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = check_positive("epsilon", epsilon)
+
+    def logpdf(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Log Laplace density of ``y`` centred at ``z``."""
+        return np.log(self.epsilon / 2) - self.epsilon * np.abs(np.asarray(y) - np.asarray(z))
+
+
+def priors(history: np.ndarray, slots: np.ndarray, n_slots: int) -> np.ndarray:
+    """Prior ``p_l^t = m_l^t / Σ_l m_l^t`` per time-of-day slot (thesis §4.5.1).
+
+    Args:
+        history: true counts of the training days, shape (T, L).
+        slots: time-of-day slot of each row, ints in [0, n_slots), shape (T,).
+        n_slots: slots per day (144 for 10-minute spans).
+
+    Returns:
+        Shape (n_slots, L); rows sum to 1 (uniform where a slot saw nobody).
+    """
+    history = np.asarray(history, dtype=float)
+    slots = np.asarray(slots, dtype=np.int64)
+    if history.ndim != 2 or slots.shape != (history.shape[0],):
+        raise InvalidParameterError(
+            f"history must be (T, L) with slots of shape (T,), not {history.shape}/{slots.shape}"
+        )
+    if slots.size and (slots.min() < 0 or slots.max() >= n_slots):
+        raise InvalidParameterError(f"slots must lie in [0, {n_slots}), not {slots.min()}…")
+    m = np.zeros((n_slots, history.shape[1]))
+    np.add.at(m, slots, history)
+    tot = m.sum(axis=1, keepdims=True)
+    uniform = np.full_like(m, 1.0 / max(history.shape[1], 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tot > 0, m / np.where(tot > 0, tot, 1.0), uniform)
+
+
+def condition_prior(prior: np.ndarray, open_mask: np.ndarray) -> np.ndarray:
+    """Renormalise a prior over the closed regions; open regions get 0 (thesis §4.5.2).
+
+    Args:
+        prior: shape (..., L), rows summing to 1.
+        open_mask: shape (L,), True where the attacker sees who is inside.
+    """
+    prior = np.asarray(prior, dtype=float)
+    closed = ~np.asarray(open_mask, dtype=bool)
+    p = np.where(closed, prior, 0.0)
+    tot = p.sum(axis=-1, keepdims=True)
+    n_closed = max(int(closed.sum()), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tot > 0, p / np.where(tot > 0, tot, 1.0), closed / n_closed)
+
+
+def closed_total(counts: np.ndarray, open_mask: np.ndarray) -> np.ndarray:
+    """``m``: the number of people in closed regions at each time, shape (T,)."""
+    closed = ~np.asarray(open_mask, dtype=bool)
+    return np.asarray(counts)[..., closed].sum(axis=-1).astype(np.int64)
+
+
+def true_count_posterior(counts: np.ndarray, open_mask: np.ndarray | None = None) -> np.ndarray:
+    """Eq. 4.3 with open regions: ``Pr[u ∈ l | C] = c_l / m`` for closed ``l``.
+
+    Args:
+        counts: true counts, shape (T, L).
+        open_mask: shape (L,), default all closed.
+
+    Returns:
+        Shape (T, L); 0 on open regions and where nobody is in a closed region.
+    """
+    counts = np.asarray(counts, dtype=float)
+    if open_mask is None:
+        open_mask = np.zeros(counts.shape[-1], dtype=bool)
+    closed = ~np.asarray(open_mask, dtype=bool)
+    c = np.where(closed, counts, 0.0)
+    m = c.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m > 0, c / np.where(m > 0, m, 1.0), 0.0)
+
+
+def noisy_posterior(
+    released: np.ndarray,
+    prior: np.ndarray,
+    m: np.ndarray,
+    likelihood: Likelihood,
+) -> np.ndarray:
+    """Eq. 4.4 per region (thesis §4.5.2): the attacker's posterior from one noisy count.
+
+    ``Pr[u ∈ l | y_l] = Σ_{z=0}^{m} (z/m) f(y_l|z) Bin(z; m, p_l) / Σ_{z=0}^{m} f(y_l|z)
+    Bin(z; m, p_l)``. Vectorised over (time, location, z) in bounded blocks of time.
+
+    Args:
+        released: released counts ``y``, shape (T, L).
+        prior: the (open-region conditioned) prior ``p_l`` at each time, shape (T, L).
+        m: people in closed regions at each time, shape (T,).
+        likelihood: the noise model (known :class:`LaplaceLikelihood` or a fitted KDE).
+
+    Returns:
+        Shape (T, L), between the prior and the true-count posterior (app. B.2);
+        0 where ``m = 0`` or the prior is 0.
+    """
+    y = np.asarray(released, dtype=float)
+    p = np.clip(np.asarray(prior, dtype=float), 0.0, 1.0)
+    m = np.asarray(m, dtype=np.int64)
+    if y.shape != p.shape or m.shape != (y.shape[0],):
+        raise InvalidParameterError(
+            f"released and prior must both be (T, L) and m (T,), not {y.shape}, {p.shape}, "
+            f"{m.shape}"
+        )
+    if np.any(m < 0):
+        raise InvalidParameterError("m must be >= 0")
+    n_t, n_l = y.shape
+    out = np.zeros((n_t, n_l))
+    if n_t == 0:
+        return out
+    order = np.argsort(m, kind="stable")  # similar m per block keeps padding small
+    start = 0
+    while start < n_t:
+        m_hi = int(m[order[min(n_t - 1, start)]])
+        step = max(1, _BLOCK_ELEMENTS // max(1, n_l * (m_hi + 1)))
+        stop = min(n_t, start + step)
+        idx = order[start:stop]
+        m_hi = int(m[idx].max())
+        out[idx] = _posterior_block(y[idx], p[idx], m[idx], m_hi, likelihood)
+        start = stop
+    return out
+
+
+def _posterior_block(
+    y: np.ndarray, p: np.ndarray, m: np.ndarray, m_hi: int, likelihood: Likelihood
+) -> np.ndarray:
+    if m_hi == 0:
+        return np.zeros_like(y)
+    z = np.arange(m_hi + 1, dtype=float)[None, None, :]
+    mm = m.astype(float)[:, None, None]
+    pp = p[:, :, None]
+    valid = z <= mm
+    with np.errstate(invalid="ignore", divide="ignore"):
+        log_binom = (
+            gammaln(mm + 1) - gammaln(z + 1) - gammaln(np.maximum(mm - z, 0) + 1)
+            + xlogy(z, pp) + xlogy(mm - z, 1 - pp)
+        )
+        log_w = np.where(valid, log_binom + likelihood.logpdf(y[:, :, None], z), -np.inf)
+        den = logsumexp(log_w, axis=-1)
+        num = logsumexp(log_w, axis=-1, b=np.broadcast_to(z, log_w.shape))
+        post = np.exp(num - den) / np.where(m > 0, m, 1)[:, None]
+    # No admissible z (density 0 everywhere): the output tells nothing; fall back to prior.
+    post = np.where(np.isfinite(den), post, p)
+    post = np.where((m > 0)[:, None] & (p > 0), post, 0.0)
+    return np.clip(np.nan_to_num(post, nan=0.0), 0.0, 1.0)
+
+
+def dp_worst_case_bound(prior: np.ndarray, epsilon: float) -> np.ndarray:
+    """Upper bound on any ε-DP attacker's posterior, ``1/(1 + e^{−ε}(1−p)/p)`` (thesis §4.4.2).
+
+    Assumes the attacker already knows everyone else's location; independent of the
+    released values. ``p = 0`` gives 0.
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    p = np.asarray(prior, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = 1.0 / (1.0 + np.exp(-epsilon) * (1.0 - p) / p)
+    return np.where(p > 0, b, 0.0)
+
+
+def confidence_class(prob: np.ndarray) -> np.ndarray:
+    """Class index 0..5 of each probability per :data:`CONFIDENCE_EDGES`; −1 for p ≤ 0."""
+    prob = np.asarray(prob, dtype=float)
+    cls = np.searchsorted(np.asarray(CONFIDENCE_EDGES[1:-1]), prob, side="left")
+    return np.where(prob > 0, cls, -1)
+
+
+def localized_by_class(
+    posterior: np.ndarray,
+    counts: np.ndarray,
+    prior: np.ndarray,
+    open_mask: np.ndarray | None = None,
+    *,
+    guess: str = "argmax",
+) -> np.ndarray:
+    """People localised correctly per confidence class at each time (thesis §4.5–4.6).
+
+    Under the non-individualised prior every person in location ``l`` at time ``t``
+    has the same confidence ``posterior[t, l]`` (the posterior of their true room,
+    §4.5 step 4). A person is counted when
+
+    * they are in a closed region (people in open regions are already known, §4.6.2);
+    * the confidence class of the posterior is higher than that of the prior
+      (those the prior already localises as well are excluded, §4.5 step 5);
+    * with ``guess="argmax"``: their room is the attacker's guess, i.e. a room of
+      maximal posterior at ``t`` (§4.5.2: the attacker "makes a particular guess" and
+      a wrong guess nullifies the advantage); with ``guess="all"`` every person counts.
+
+    Args:
+        posterior: attacker confidence per (time, location), shape (T, L).
+        counts: true counts (who is where), shape (T, L).
+        prior: the attacker's conditioned prior, shape (T, L).
+        open_mask: shape (L,), default all closed.
+        guess: ``"argmax"`` or ``"all"``.
+
+    Returns:
+        Shape (T, N_CLASSES): number of people per class.
+    """
+    if guess not in {"argmax", "all"}:
+        raise InvalidParameterError(f"guess must be 'argmax' or 'all', not {guess!r}")
+    post = np.asarray(posterior, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    if open_mask is None:
+        open_mask = np.zeros(post.shape[-1], dtype=bool)
+    closed = ~np.asarray(open_mask, dtype=bool)
+    post_c = np.where(closed, post, 0.0)
+    cls = confidence_class(post_c)
+    keep = closed[None, :] & (cls > confidence_class(prior)) & (cls >= 0)
+    if guess == "argmax":
+        keep &= post_c >= post_c.max(axis=-1, keepdims=True)
+    out = np.zeros((post.shape[0], N_CLASSES))
+    rows = np.broadcast_to(np.arange(post.shape[0])[:, None], post.shape)
+    np.add.at(out, (rows[keep], cls[keep]), counts[keep])
+    return out
+
+
+ATTACKERS: tuple[str, ...] = ("external", "student", "administrator")
+
+#: Location kinds a student can walk into and observe (thesis §4.6.2: "classrooms and
+#: public areas"): classrooms, lobbies/cafés, lounges and corridors.
+STUDENT_KINDS = frozenset({"classroom", "public", "lounge", "corridor"})
+
+
+def open_regions(attacker: str, kinds: Sequence[str], camera: Sequence[bool]) -> np.ndarray:
+    """Open-region mask of one of the three attackers of thesis §4.6.2.
+
+    Args:
+        attacker: ``"external"`` (none open), ``"student"`` (kinds in
+            :data:`STUDENT_KINDS`) or ``"administrator"`` (camera-covered locations).
+        kinds: location kind per location (building model, vector order).
+        camera: camera flag per location.
+
+    Returns:
+        Bool array of shape (L,).
+    """
+    kinds = list(kinds)
+    if len(camera) != len(kinds):
+        raise InvalidParameterError(
+            f"kinds and camera must have the same length, not {len(kinds)} and {len(camera)}"
+        )
+    if attacker == "external":
+        return np.zeros(len(kinds), dtype=bool)
+    if attacker == "student":
+        return np.array([k in STUDENT_KINDS for k in kinds], dtype=bool)
+    if attacker == "administrator":
+        return np.asarray(camera, dtype=bool).copy()
+    raise InvalidParameterError(f"attacker must be one of {list(ATTACKERS)}, not {attacker!r}")
