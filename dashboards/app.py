@@ -1,0 +1,447 @@
+"""``occustream dashboard`` — the live heatmap, alerts, privacy view and REST API.
+
+An aiohttp app that reads the Redis read model (DESIGN.md "Redis read model") and
+serves static HTML/JS/CSS (no build step):
+
+* ``/`` — the page: floor plans (SVG from the building's plan geometry) coloured by
+  the ten-colour scale, legend, floor switcher, campus tiles, mechanism selector,
+  time scrubber, alerts with acknowledgement, the admin's privacy view.
+* ``/api/*`` — REST (see ``/openapi.json`` and ``/docs``) and ``/api/events`` (SSE).
+
+Auth: ``Authorization: Bearer <token>`` or ``?access_token=``. Two roles: the analyst
+token (env ``OCCUSTREAM_ANALYST_TOKEN``) reads released values and alerts; the admin
+token (``OCCUSTREAM_ADMIN_TOKEN``) also reads the privacy ledger and acknowledges
+alerts. Unset tokens are generated at start and logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import csv
+import hmac
+import io
+import logging
+import os
+import re
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from dashboards.broker import Broker, sse_message
+from dashboards.openapi import spec
+from dashboards.readmodel import ReadModel
+from mechanisms.errors import ConfigError, InvalidParameterError, OccustreamError
+from streams.buildings import Site, load_site
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+KEEPALIVE_S = 15.0
+ROLE_KEY = "occustream.role"
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The two bearer tokens."""
+
+    analyst: str
+    admin: str
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> tuple[Tokens, bool]:
+        """Tokens from the environment; missing ones generated. Returns (tokens, generated)."""
+        env = dict(os.environ) if env is None else env
+        analyst = env.get("OCCUSTREAM_ANALYST_TOKEN", "").strip()
+        admin = env.get("OCCUSTREAM_ADMIN_TOKEN", "").strip()
+        generated = not (analyst and admin)
+        tokens = cls(analyst or secrets.token_urlsafe(18), admin or secrets.token_urlsafe(18))
+        if tokens.analyst == tokens.admin:
+            raise ConfigError("OCCUSTREAM_ANALYST_TOKEN and OCCUSTREAM_ADMIN_TOKEN must differ")
+        return tokens, generated
+
+    def role(self, token: str) -> str | None:
+        """The role a token grants, or None."""
+        if token and hmac.compare_digest(token.encode(), self.admin.encode()):
+            return "admin"
+        if token and hmac.compare_digest(token.encode(), self.analyst.encode()):
+            return "analyst"
+        return None
+
+
+TOKENS: web.AppKey[Tokens] = web.AppKey("tokens")
+SITE_JSON: web.AppKey[dict[str, Any]] = web.AppKey("site_json")
+RM: web.AppKey[ReadModel] = web.AppKey("rm", ReadModel)
+BROKER: web.AppKey[Broker] = web.AppKey("broker", Broker)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message, "status": status}, status=status)
+
+
+def _float(request: web.Request, name: str) -> float | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InvalidParameterError(f"{name} must be a number, not {raw!r}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise InvalidParameterError(f"{name} must be a finite number, not {raw!r}")
+    return v
+
+
+def _int(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        raise InvalidParameterError(f"{name} must be an integer, not {raw!r}") from None
+    if not lo <= v <= hi:
+        raise InvalidParameterError(f"{name} must be in [{lo}, {hi}], not {raw!r}")
+    return v
+
+
+def _format(request: web.Request) -> str:
+    fmt = request.query.get("format", "json")
+    if fmt not in ("json", "csv"):
+        raise InvalidParameterError(f"format must be 'json' or 'csv', not {fmt!r}")
+    return fmt
+
+
+def _csv(rows: list[dict[str, Any]], columns: list[str], filename: str) -> web.Response:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return web.Response(text=buf.getvalue(), content_type="text/csv", headers={
+        "Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def site_json(site: Site) -> dict[str, Any]:
+    """The public plan of a site: buildings, floors, locations (polygons, capacity)."""
+    return {
+        "id": site.id, "name": site.name,
+        "buildings": [{
+            "id": b.id, "name": b.name,
+            "floors": [{"id": f.id, "level": f.level, "name": f.name, "width": f.width,
+                        "height": f.height} for f in sorted(b.floors, key=lambda f: f.level)],
+            "locations": [{"id": loc.id, "name": loc.name, "floor": loc.floor,
+                           "kind": loc.kind, "capacity": loc.capacity,
+                           "polygon": [list(p) for p in loc.polygon]} for loc in b.locations],
+        } for b in site.buildings],
+    }
+
+
+@web.middleware
+async def _errors_and_auth(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    path = request.path
+    if path.startswith("/api/") and path != "/api/health":
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        token = token or request.query.get("access_token", "")
+        role = request.app[TOKENS].role(token)
+        if role is None:
+            return _error(401, "missing or invalid token: send 'Authorization: Bearer <token>'"
+                          " (the analyst or admin token printed at start)")
+        request[ROLE_KEY] = role
+    try:
+        return await handler(request)
+    except InvalidParameterError as exc:
+        return _error(400, str(exc))
+    except web.HTTPException as exc:
+        if exc.status >= 400 and path.startswith("/api/"):
+            return _error(exc.status, exc.reason or "error")
+        raise
+
+
+def _admin(request: web.Request) -> None:
+    if request[ROLE_KEY] != "admin":
+        raise web.HTTPForbidden(reason="admin token required: the analyst token cannot "
+                                       "read the privacy ledger or acknowledge alerts")
+
+
+# -- handlers ---------------------------------------------------------------------------
+async def index(request: web.Request) -> web.FileResponse:
+    """The single-page dashboard."""
+    return web.FileResponse(STATIC / "index.html")
+
+
+async def docs(request: web.Request) -> web.FileResponse:
+    """Human-readable API docs rendered from /openapi.json."""
+    return web.FileResponse(STATIC / "docs.html")
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI document."""
+    return web.json_response(spec())
+
+
+async def health(request: web.Request) -> web.Response:
+    """Liveness: Redis reachable."""
+    await request.app[RM].client.ping()
+    return web.json_response({"ok": True})
+
+
+async def whoami(request: web.Request) -> web.Response:
+    """The caller's role."""
+    return web.json_response({"role": request[ROLE_KEY]})
+
+
+async def site(request: web.Request) -> web.Response:
+    """Building plans."""
+    return web.json_response(request.app[SITE_JSON])
+
+
+async def mechanisms(request: web.Request) -> web.Response:
+    """Mechanisms with data and their public parameters."""
+    rm: ReadModel = request.app[RM]
+    out = []
+    for m in await rm.mechanisms():
+        out.append({"name": m, "meta": await rm.meta(m), "latest_tick": await rm.latest_tick(m)})
+    return web.json_response({"mechanisms": out})
+
+
+async def ticks(request: web.Request) -> web.Response:
+    """Ticks of a mechanism, optionally within one UTC day."""
+    rm: ReadModel = request.app[RM]
+    mech = await rm.check_mech(request.query.get("mech"))
+    day = request.query.get("day")
+    start = end = None
+    if day:
+        if not _DAY.match(day):
+            raise InvalidParameterError(f"day must be YYYY-MM-DD, not {day!r}")
+        import datetime as dt
+
+        try:
+            d0 = dt.datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=dt.UTC)
+        except ValueError:
+            raise InvalidParameterError(f"day must be a real date, not {day!r}") from None
+        start = d0.timestamp()
+        end = start + 86400 - 1e-6
+    return web.json_response({"mech": mech, "ticks": await rm.ticks(mech, start, end)})
+
+
+async def snapshot(request: web.Request) -> web.Response:
+    """All locations at a tick."""
+    rm: ReadModel = request.app[RM]
+    mech = await rm.check_mech(request.query.get("mech"))
+    return web.json_response(await rm.snapshot(mech, _float(request, "tick")))
+
+
+async def history(request: web.Request) -> web.Response:
+    """One location's released values, JSON or CSV."""
+    rm: ReadModel = request.app[RM]
+    fmt = _format(request)
+    mech = await rm.check_mech(request.query.get("mech"))
+    loc = rm.check_location(request.query.get("location"))
+    start, end = _float(request, "start"), _float(request, "end")
+    if start is not None and end is not None and start > end:
+        raise InvalidParameterError(f"start must be <= end, not {start!r} > {end!r}")
+    limit = _int(request, "limit", 0, 1, 100_000) if request.query.get("limit") else None
+    points = await rm.history(mech, loc, start, end, limit)
+    if fmt == "csv":
+        rows = [{"mechanism": mech, "location": loc, **p} for p in points]
+        return _csv(rows, ["mechanism", "location", "tick", "value"], f"{mech}-{loc}.csv")
+    return web.json_response({"mech": mech, "location": loc, "points": points})
+
+
+async def alerts(request: web.Request) -> web.Response:
+    """Alerts, newest first."""
+    rm: ReadModel = request.app[RM]
+    fmt = _format(request)
+    items = await rm.alerts(_int(request, "limit", 100, 1, 1000))
+    if fmt == "csv":
+        rows = [{**a, "acknowledged": bool(a.get("acknowledged"))} for a in items]
+        return _csv(rows, ["id", "tick", "location", "capacity", "algorithm", "beta",
+                           "acknowledged"], "alerts.csv")
+    return web.json_response({"alerts": items})
+
+
+async def ack(request: web.Request) -> web.Response:
+    """Acknowledge an alert (admin)."""
+    _admin(request)
+    rm: ReadModel = request.app[RM]
+    alert_id = request.match_info["alert_id"]
+    return web.json_response({"id": alert_id,
+                              "acknowledged": await rm.acknowledge(alert_id, "admin")})
+
+
+async def ledger(request: web.Request) -> web.Response:
+    """The privacy ledger view (admin)."""
+    _admin(request)
+    return web.json_response(await request.app[RM].ledger())
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-Sent Events: ``tick`` (snapshot of the ticked mechanism) and ``alert``."""
+    broker: Broker = request.app[BROKER]
+    mech = request.query.get("mech") or None
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                       "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    await resp.prepare(request)
+    sub = broker.subscribe(mech)
+    try:
+        await resp.write(sse_message("hello", {"role": request[ROLE_KEY]}))
+        while True:
+            try:
+                msg = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
+            except TimeoutError:
+                await resp.write(b": keepalive\n\n")
+                continue
+            if msg is None:
+                break
+            await resp.write(msg)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        broker.unsubscribe(sub)
+    return resp
+
+
+# -- app ----------------------------------------------------------------------------------
+def create_app(
+    site: Site, redis_url: str, tokens: Tokens, *, mechanisms_allowed: list[str] | None = None,
+    webhooks: list[Any] | None = None,
+) -> web.Application:
+    """Build the aiohttp application.
+
+    Args:
+        site: the building/campus to draw.
+        redis_url: the read model.
+        tokens: analyst and admin tokens.
+        mechanisms_allowed: show only these mechanisms (default: all found in Redis).
+        webhooks: :class:`dashboards.webhooks.WebhookDispatcher` objects to run with the app.
+    """
+    import redis.asyncio as aioredis
+
+    app = web.Application(middlewares=[_errors_and_auth])
+    app[TOKENS] = tokens
+    app[SITE_JSON] = site_json(site)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        client = aioredis.Redis.from_url(redis_url, max_connections=64)
+        rm = ReadModel(client, site, mechanisms_allowed)
+        app[RM] = rm
+
+        async def on_tick(mech: str, tick: float) -> dict[str, Any]:
+            return await rm.snapshot(mech, tick)
+
+        broker = Broker(client, on_tick)
+        app[BROKER] = broker
+        await broker.start()
+        hooks = [asyncio.create_task(w.run()) for w in (webhooks or [])]
+        try:
+            yield
+        finally:
+            for h in hooks:
+                h.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await h
+            await broker.stop()
+            await client.aclose()
+
+    app.cleanup_ctx.append(lifecycle)
+    r = app.router
+    r.add_get("/", index)
+    r.add_get("/docs", docs)
+    r.add_get("/openapi.json", openapi)
+    r.add_get("/api/health", health)
+    r.add_get("/api/whoami", whoami)
+    r.add_get("/api/site", site)
+    r.add_get("/api/mechanisms", mechanisms)
+    r.add_get("/api/ticks", ticks)
+    r.add_get("/api/snapshot", snapshot)
+    r.add_get("/api/history", history)
+    r.add_get("/api/alerts", alerts)
+    r.add_post("/api/alerts/{alert_id}/ack", ack)
+    r.add_get("/api/ledger", ledger)
+    r.add_get("/api/events", events)
+    r.add_static("/static", STATIC, append_version=True)
+    return app
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``occustream dashboard`` argument parser."""
+    p = argparse.ArgumentParser(
+        prog="occustream dashboard",
+        description="Serve the live occupancy heatmap, alerts, privacy view and REST API "
+                    "from the Redis read model.",
+        epilog="Tokens: OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN (generated and "
+               "logged when unset). Open http://HOST:PORT/#token=<token>.",
+    )
+    p.add_argument("--building", default="dbh",
+                   help="building or campus: a name in buildings/ or a JSON path (default dbh)")
+    p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", ""),
+                   help="Redis read model (default $REDIS_URL; unset: start an embedded Redis)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 = any free)")
+    p.add_argument("--mechanisms", default="",
+                   help="comma-separated mechanisms to show (default: all found in Redis)")
+    p.add_argument("--webhook", action="append", default=[], metavar="URL",
+                   help="deliver alerts to this URL (HMAC-signed; repeatable); secret from "
+                        "$OCCUSTREAM_WEBHOOK_SECRET")
+    p.add_argument("--synthetic", action="store_true",
+                   help="fill an EMPTY Redis with two days of made-up values (a look at the "
+                        "page without a pipeline; never use with real data)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the dashboard until interrupted."""
+    args = build_parser().parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        raise InvalidParameterError(f"--port must be in [0, 65535], not {args.port!r}")
+    the_site = load_site(args.building)
+    mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
+    tokens, generated = Tokens.from_env()
+    from streams.services import running_services
+
+    env = dict(os.environ)
+    if args.redis_url:
+        env["REDIS_URL"] = args.redis_url
+    with running_services(kafka=False, redis=True, env=env) as services:
+        url = services.redis_url or ""
+        if args.synthetic:
+            import redis
+
+            from dashboards.synthetic import seed
+
+            client = redis.Redis.from_url(url)
+            if client.dbsize():
+                raise ConfigError("--synthetic needs an empty Redis (this one has data)")
+            seed(client, the_site, days=2)
+            client.close()
+        hooks = []
+        if args.webhook:
+            from dashboards.webhooks import WebhookDispatcher, secret_from_env
+
+            secret = secret_from_env()
+            hooks = [WebhookDispatcher(url, u, secret) for u in args.webhook]
+        app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks)
+        if generated:
+            log.warning("generated tokens (set OCCUSTREAM_ANALYST_TOKEN / "
+                        "OCCUSTREAM_ADMIN_TOKEN to fix them): analyst=%s admin=%s",
+                        tokens.analyst, tokens.admin)
+        host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+        print(f"dashboard: http://{host}:{args.port}/#token={tokens.admin}  (admin)\n"
+              f"           http://{host}:{args.port}/#token={tokens.analyst}  (analyst)\n"
+              f"           API docs http://{host}:{args.port}/docs ; Redis {url}", flush=True)
+        try:
+            web.run_app(app, host=args.host, port=args.port, print=None,
+                        handle_signals=True)
+        except OSError as exc:
+            raise OccustreamError(f"cannot listen on {args.host}:{args.port}: "
+                                  f"{exc.strerror}; pick another --port") from None
+    return 0

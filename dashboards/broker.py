@@ -1,0 +1,149 @@
+"""Fan-out of live events to many SSE subscribers from one Redis reader.
+
+One task listens to the ``occ:updates`` pub/sub channel and one follows the
+``alerts`` stream (XREAD, so every alert carries its stream id, which the page needs
+to acknowledge it and which SSE clients get as the event id). Each event is encoded
+once and put into every subscriber's bounded queue; a subscriber that falls
+``QUEUE_SIZE`` events behind is dropped (its browser reconnects and re-reads the
+state), so one slow client never holds up the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams import redis_layout as rl
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 256
+
+
+def sse_message(event: str, data: Any, event_id: str | None = None) -> bytes:
+    """Encode one Server-Sent Event."""
+    lines = [f"event: {event}"]
+    if event_id:
+        lines.append(f"id: {event_id}")
+    lines.append("data: " + json.dumps(data, separators=(",", ":")))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One SSE client: its queue and its mechanism filter (None = all)."""
+
+    mech: str | None = None
+    queue: asyncio.Queue[bytes | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=QUEUE_SIZE))
+
+
+class Broker:
+    """Reads Redis once, fans events out to subscribers.
+
+    Args:
+        client: a ``redis.asyncio.Redis``.
+        on_tick: coroutine ``(mech, tick) -> payload`` that builds the ``tick`` event's
+            data once per tick (e.g. the snapshot), shared by all subscribers.
+    """
+
+    def __init__(self, client: Any,
+                 on_tick: Callable[[str, float], Awaitable[dict[str, Any]]]) -> None:
+        self.client = client
+        self.on_tick = on_tick
+        self.subscribers: set[Subscriber] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        """Start the Redis readers."""
+        self._tasks = [asyncio.create_task(self._updates()), asyncio.create_task(self._alerts())]
+
+    async def stop(self) -> None:
+        """Stop the readers and end every subscriber's stream."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for s in list(self.subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                s.queue.put_nowait(None)
+
+    def subscribe(self, mech: str | None = None) -> Subscriber:
+        """Register a subscriber."""
+        sub = Subscriber(mech=mech)
+        self.subscribers.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        """Forget a subscriber."""
+        self.subscribers.discard(sub)
+
+    def publish(self, message: bytes, mech: str | None = None) -> None:
+        """Put an encoded event in every (matching) subscriber's queue."""
+        for sub in list(self.subscribers):
+            if mech is not None and sub.mech is not None and sub.mech != mech:
+                continue
+            try:
+                sub.queue.put_nowait(message)
+            except asyncio.QueueFull:
+                log.warning("dropping a subscriber that fell %d events behind", QUEUE_SIZE)
+                self.subscribers.discard(sub)
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    sub.queue.get_nowait()
+                sub.queue.put_nowait(None)
+
+    async def _updates(self) -> None:
+        while True:
+            try:
+                pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                await pubsub.subscribe(rl.UPDATES_CHANNEL)
+                self.ready.set()
+                async for msg in pubsub.listen():
+                    if msg.get("type") != "message":
+                        continue
+                    try:
+                        doc = json.loads(msg["data"])
+                        mech, tick = str(doc["mech"]), float(doc["tick"])
+                    except (ValueError, KeyError, TypeError):
+                        log.warning("ignoring a malformed %s message", rl.UPDATES_CHANNEL)
+                        continue
+                    try:
+                        payload = await self.on_tick(mech, tick)
+                    except Exception:  # noqa: BLE001 - keep serving the other ticks
+                        log.exception("cannot build the tick event for %s %s", mech, tick)
+                        continue
+                    self.publish(sse_message("tick", payload), mech=mech)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - Redis hiccup: reconnect
+                log.exception("updates listener failed; reconnecting in 1 s")
+                await asyncio.sleep(1.0)
+
+    async def _alerts(self) -> None:
+        from dashboards.readmodel import public_alert
+
+        last = "$"
+        while True:
+            try:
+                if last == "$":
+                    newest = await self.client.xrevrange(rl.ALERTS_STREAM, count=1)
+                    last = newest[0][0].decode() if newest else "0-0"
+                rows = await self.client.xread({rl.ALERTS_STREAM: last}, block=1000, count=500)
+                for _, entries in rows or []:
+                    for sid, fields in entries:
+                        sid_s = sid.decode() if isinstance(sid, bytes) else str(sid)
+                        alert = public_alert(sid_s, fields.get(b"data", fields.get("data")))
+                        self.publish(sse_message("alert", alert, event_id=sid_s))
+                        last = sid_s
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - Redis hiccup: retry
+                log.exception("alerts follower failed; retrying in 1 s")
+                await asyncio.sleep(1.0)

@@ -1,0 +1,149 @@
+"""The REST API's OpenAPI 3.0 description (served at ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ERR = {"description": "bad parameter or auth failure",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _q(name: str, desc: str, schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "description": desc,
+            "schema": schema}
+
+
+_MECH = _q("mech", "mechanism (one of GET /api/mechanisms); default: the first",
+           {"type": "string"})
+_JSON = "application/json"
+
+
+def _ok(schema: dict[str, Any], desc: str = "OK") -> dict[str, Any]:
+    return {"description": desc, "content": {_JSON: {"schema": schema}}}
+
+
+def spec(server_url: str = "/") -> dict[str, Any]:
+    """The OpenAPI document."""
+    ref = "#/components/schemas/"
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "occustream dashboard API",
+            "version": "1.0",
+            "description": (
+                "Released (differentially private) occupancy, fire-code alerts and, for "
+                "admins, the privacy ledger. Send `Authorization: Bearer <token>` (or "
+                "`?access_token=`). The analyst token reads everything except the ledger; "
+                "the admin token also reads the ledger and acknowledges alerts. True "
+                "counts are never served."
+            ),
+        },
+        "servers": [{"url": server_url}],
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/whoami": {"get": {"summary": "the caller's role", "responses": {
+                "200": _ok({"type": "object", "required": ["role"], "properties": {
+                    "role": {"type": "string", "enum": ["analyst", "admin"]}}}),
+                "401": _ERR}}},
+            "/api/site": {"get": {"summary": "building plans: floors and location polygons",
+                                  "responses": {"200": _ok({"$ref": ref + "Site"}),
+                                                "401": _ERR}}},
+            "/api/mechanisms": {"get": {
+                "summary": "mechanisms with data and their public parameters",
+                "responses": {"200": _ok({"type": "object", "required": ["mechanisms"],
+                                          "properties": {"mechanisms": {
+                                              "type": "array", "items": {
+                                                  "$ref": ref + "Mechanism"}}}}),
+                              "401": _ERR}}},
+            "/api/ticks": {"get": {
+                "summary": "ticks released for a mechanism (optionally one UTC day)",
+                "parameters": [_MECH, _q("day", "UTC day YYYY-MM-DD", {
+                    "type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"})],
+                "responses": {"200": _ok({"type": "object", "required": ["mech", "ticks"],
+                                          "properties": {"mech": {"type": "string"},
+                                                         "ticks": {"type": "array", "items": {
+                                                             "type": "number"}}}}),
+                              "400": _ERR, "401": _ERR}}},
+            "/api/snapshot": {"get": {
+                "summary": "every location's released value at a tick (default latest)",
+                "parameters": [_MECH, _q("tick", "epoch seconds", {"type": "number"})],
+                "responses": {"200": _ok({"$ref": ref + "Snapshot"}), "400": _ERR,
+                              "401": _ERR}}},
+            "/api/history": {"get": {
+                "summary": "released values of one location over time (JSON or CSV)",
+                "parameters": [
+                    _MECH,
+                    _q("location", "location id", {"type": "string"}, required=True),
+                    _q("start", "epoch seconds (inclusive)", {"type": "number"}),
+                    _q("end", "epoch seconds (inclusive)", {"type": "number"}),
+                    _q("limit", "max rows", {"type": "integer", "minimum": 1,
+                                             "maximum": 100000}),
+                    _q("format", "json (default) or csv", {"type": "string",
+                                                           "enum": ["json", "csv"]}),
+                ],
+                "responses": {
+                    "200": {"description": "OK", "content": {
+                        _JSON: {"schema": {"$ref": ref + "History"}},
+                        "text/csv": {"schema": {"type": "string"}}}},
+                    "400": _ERR, "401": _ERR}}},
+            "/api/alerts": {"get": {
+                "summary": "fire-code alerts, newest first",
+                "parameters": [_q("limit", "max alerts", {"type": "integer", "minimum": 1,
+                                                          "maximum": 1000}),
+                               _q("format", "json (default) or csv",
+                                  {"type": "string", "enum": ["json", "csv"]})],
+                "responses": {"200": {"description": "OK", "content": {
+                    _JSON: {"schema": {"type": "object", "required": ["alerts"], "properties": {
+                        "alerts": {"type": "array", "items": {"$ref": ref + "Alert"}}}}},
+                    "text/csv": {"schema": {"type": "string"}}}},
+                    "400": _ERR, "401": _ERR}}},
+            "/api/alerts/{alert_id}/ack": {"post": {
+                "summary": "acknowledge an alert (admin)",
+                "parameters": [{"name": "alert_id", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
+                              "403": _ERR}}},
+            "/api/ledger": {"get": {
+                "summary": "privacy ledger: ε per mechanism and day, device-day loss (admin)",
+                "responses": {"200": _ok({"type": "object", "required": ["unit", "rows"]}),
+                              "401": _ERR, "403": _ERR}}},
+            "/api/events": {"get": {
+                "summary": "Server-Sent Events: `tick` (a snapshot) and `alert`",
+                "parameters": [_MECH],
+                "responses": {"200": {"description": "event stream",
+                                      "content": {"text/event-stream": {
+                                          "schema": {"type": "string"}}}},
+                              "401": _ERR}}},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error", "status"], "properties": {
+                    "error": {"type": "string"}, "status": {"type": "integer"}}},
+                "Mechanism": {"type": "object", "required": ["name", "meta"], "properties": {
+                    "name": {"type": "string"}, "meta": {"type": "object"},
+                    "latest_tick": {"type": "number", "nullable": True}}},
+                "Site": {"type": "object", "required": ["id", "name", "buildings"]},
+                "Snapshot": {"type": "object", "required": ["mech", "tick", "values"],
+                             "properties": {"mech": {"type": "string"},
+                                            "tick": {"type": "number", "nullable": True},
+                                            "values": {"type": "object"}}},
+                "History": {"type": "object", "required": ["mech", "location", "points"],
+                            "properties": {"mech": {"type": "string"},
+                                           "location": {"type": "string"},
+                                           "points": {"type": "array", "items": {
+                                               "type": "object",
+                                               "properties": {"tick": {"type": "number"},
+                                                              "value": {"type": "number"}}}}}},
+                "Alert": {"type": "object", "required": ["id", "tick", "location"],
+                          "properties": {"id": {"type": "string"},
+                                         "tick": {"type": "number"},
+                                         "location": {"type": "string"},
+                                         "capacity": {"type": "number", "nullable": True},
+                                         "algorithm": {"type": "string", "nullable": True},
+                                         "beta": {"type": "number", "nullable": True},
+                                         "acknowledged": {"type": "object",
+                                                          "nullable": True}}},
+            },
+        },
+    }

@@ -1,0 +1,112 @@
+"""Uncertainty intervals for released values, from PUBLIC mechanism parameters only.
+
+Post-processing: the interval depends on the released value and on the public
+parameters a mechanism writes to ``occ:{mech}:meta`` (ε, its split, sensitivity),
+never on a true count, so showing it costs no privacy budget.
+
+* ``laplace``: the released value is ``c + η`` with ``η ~ Lap(Δ/ε)``;
+  ``P(|η| ≤ t) = 1 − exp(−t ε / Δ)``, so the two-sided interval at level ``q`` is
+  ``value ± (Δ/ε) · ln(1/(1 − q))`` (``ln 10 · Δ/ε`` at 90 %). The discrete Laplace
+  (two-sided geometric) sampler has the same tail to within rounding.
+* ``pegasus``: the perturber adds ``Lap(1/ε_p)`` with ``ε_p = 0.8 ε`` by default
+  (ALGORITHMS.md "PeGaSus", step 1); the interval shown is that of the perturbed
+  count. Smoothing averages noise away but may add grouping bias, which no public
+  parameter bounds, so the page says "perturber noise only".
+* ``hpegasus``: as PeGaSus with each of the ``levels`` tree levels at ``ε/levels``
+  (PeGaSus paper Algorithm 4).
+* ``ttl``: TTL-salt pseudonyms (thesis §4.2.2) have no formal guarantee and no noise
+  model: no interval, the text "no formal guarantee".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from mechanisms.errors import check_positive, check_probability
+
+#: Default level of the intervals shown in tooltips and served by the API.
+DEFAULT_LEVEL = 0.9
+#: Default share of a PeGaSus budget given to the perturber (ε_p = 0.8 ε).
+PEGASUS_PERTURB_SHARE = 0.8
+
+NO_GUARANTEE = "no formal guarantee"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An uncertainty interval (or the reason there is none)."""
+
+    low: float | None
+    high: float | None
+    level: float
+    note: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"low": self.low, "high": self.high, "level": self.level, "note": self.note}
+
+
+def _num(meta: dict[str, Any], *keys: str) -> float | None:
+    for key in keys:
+        v = meta.get(key)
+        if v is None or isinstance(v, bool):
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f) and f > 0:
+            return f
+    return None
+
+
+def laplace_halfwidth(scale: float, level: float = DEFAULT_LEVEL) -> float:
+    """Half-width ``t`` with ``P(|Lap(scale)| ≤ t) = level``: ``scale · ln(1/(1 − level))``."""
+    check_positive("scale", scale)
+    check_probability("level", level)
+    return scale * math.log(1.0 / (1.0 - level))
+
+
+def noise_scale(mech: str, meta: dict[str, Any]) -> tuple[float | None, str]:
+    """Laplace scale of a mechanism's per-tick noise from its public parameters.
+
+    Args:
+        mech: mechanism name (``laplace``, ``pegasus``, ``hpegasus``, ``ttl``, …).
+        meta: the mechanism's public parameters (``occ:{mech}:meta``).
+
+    Returns:
+        (scale or None, note). ``None`` when no formal noise model applies.
+    """
+    kind = str(meta.get("kind") or meta.get("mechanism") or mech).lower()
+    explicit = _num(meta, "noise_scale", "scale")
+    if explicit is not None:
+        return explicit, "Laplace noise"
+    if kind.startswith("ttl") or str(meta.get("guarantee", "")).lower() == NO_GUARANTEE:
+        return None, NO_GUARANTEE
+    sensitivity = _num(meta, "sensitivity") or 1.0
+    eps = _num(meta, "epsilon", "eps")
+    if "pegasus" in kind:
+        levels = _num(meta, "levels", "h") if kind.startswith("h") else None
+        eps_p = _num(meta, "epsilon_p", "eps_p")
+        if eps_p is None and eps is not None:
+            eps_p = eps * PEGASUS_PERTURB_SHARE / (levels or 1.0)
+        if eps_p is None:
+            return None, "ε not published"
+        return sensitivity / eps_p, "perturber noise only (smoothing not bounded)"
+    if eps is None:
+        return None, "ε not published"
+    return sensitivity / eps, "Laplace noise"
+
+
+def interval(
+    mech: str, meta: dict[str, Any], value: float, level: float = DEFAULT_LEVEL
+) -> Interval:
+    """Two-sided interval around a released value at ``level`` (see module docstring)."""
+    check_probability("level", level)
+    scale, note = noise_scale(mech, meta)
+    if scale is None:
+        return Interval(None, None, level, note)
+    half = laplace_halfwidth(scale, level)
+    return Interval(value - half, value + half, level, note)
