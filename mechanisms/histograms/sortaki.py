@@ -1,0 +1,310 @@
+"""SORTaki: Initializer → (Sorter) → Partitioner → Finalizer (Doudalis & Mehrotra, §IV–V).
+
+The template is Alg. 2 (no sorting) and Alg. 3 (with sorting). The budget ε is split
+``ε_in = γ_in·ε`` (initializer), ``ε_p = γ_p·ε`` (partitioner), ``ε_f = γ_f·ε``
+(finalizer) with γ_in + γ_p + γ_f = 1; sequential composition (Thm II.1) makes the whole
+release ε-DP: the initializer is the Laplace mechanism on disjoint cells (ε_in), the
+sorter and the noisy-data partitioners are post-processing, DAWA's partitioner is
+ε_p-DP, and the finalizer's bin measurements are ε_f-DP by parallel composition
+(Thm II.2) because bins are disjoint; WAF/AHP arithmetic is post-processing.
+
+Configurations (SORTaki Table II), by name — grammar ``[s][t](G|D)(AHP|WF)`` plus
+``Identity``, ``AHP``, ``DPC``, ``sDPC``, ``DAWA``, ``sDAWA``:
+
+=========  =====================================================================
+Identity   Laplace mechanism with scale 1/ε
+AHP        the complete AHP of Zhang et al. 2014 = ``stGAHP`` (SORTaki §VII)
+GAHP       greedy partitioner (Alg. 5) + AHP finalizer/bin error, no sorting
+sGAHP      sorting + GAHP;  ``stGAHP``: sorting + thresholding + GAHP
+sDAHP      sorting + DP partitioner (Alg. 6) + AHP finalizer/bin error
+sDWF       sorting + DP partitioner + WAF finalizer / UEE (eq. 5)
+DPC        DPCube partitioner (ξ = 2/ε_in²) + WAF finalizer; ``sDPC`` with sorting
+DAWA       Li et al. 2014: γ_in = 0, L1 partition with ε_p = ε/4, workload-aware
+           measurement with the rest
+sDAWA      sorting + DAWA's partitioner (ε_p = (1 − γ_in)·ε/4) + WAF finalizer
+=========  =====================================================================
+
+The DP partitioner is the full O(n²) Alg. 6 up to ``dpp_full_max_n`` values and the
+restricted 2^k version above (``dpp="full"|"restricted"|"auto"``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from mechanisms.errors import InvalidParameterError, check_positive, check_probability
+from mechanisms.histograms import finalizers as fin
+from mechanisms.histograms import partitioners as part
+from mechanisms.histograms._noise import noisy_values, resolve_rng
+from mechanisms.histograms.bin_error import FORMULAS
+from mechanisms.histograms.bins import Partition, identity_order, sort_order
+
+__all__ = [
+    "TABLE_II",
+    "BudgetShares",
+    "Config",
+    "HistogramRelease",
+    "parse_config",
+    "basic_initializer",
+    "threshold_initializer",
+    "ahp_threshold",
+    "run_config",
+    "release_histogram",
+]
+
+#: The configurations of SORTaki Table II, in table order.
+TABLE_II = ("Identity", "AHP", "GAHP", "sGAHP", "stGAHP", "sDAHP", "sDWF", "DPC", "sDPC",
+            "DAWA", "sDAWA")
+
+#: DAWA's default share of the budget for its partitioner (Li et al. 2014; SORTaki §VII).
+DAWA_PARTITION_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class BudgetShares:
+    """γ_in, γ_p, γ_f of one run; they add up to 1."""
+
+    gamma_in: float
+    gamma_p: float
+    gamma_f: float
+
+    def __post_init__(self) -> None:
+        for name in ("gamma_in", "gamma_p", "gamma_f"):
+            v = getattr(self, name)
+            if not (0.0 <= v <= 1.0):
+                raise InvalidParameterError(f"{name} must be in [0, 1], not {v!r}")
+        total = self.gamma_in + self.gamma_p + self.gamma_f
+        if not math.isclose(total, 1.0, rel_tol=0, abs_tol=1e-12):
+            raise InvalidParameterError(f"budget shares must add up to 1, not {total!r}")
+
+    def split(self, epsilon: float) -> tuple[float, float, float]:
+        """(ε_in, ε_p, ε_f); ε_f is ε − ε_in − ε_p so the three add up to ε exactly."""
+        e_in = self.gamma_in * epsilon
+        e_p = self.gamma_p * epsilon
+        return e_in, e_p, epsilon - e_in - e_p
+
+
+@dataclass(frozen=True)
+class Config:
+    """One SORTaki configuration (component choice; budget shares come at run time)."""
+
+    name: str
+    sort: bool = False
+    threshold: bool = False
+    partitioner: str = "none"  # none | greedy | dp | dpcube | dawa
+    finalizer: str = "identity"  # identity | ahp | waf | dawa
+
+    @property
+    def uses_initializer(self) -> bool:
+        """Whether the configuration spends γ_in on a noisy histogram."""
+        return self.partitioner in {"greedy", "dp", "dpcube"} or self.sort
+
+    def default_gamma_in(self) -> float:
+        """SORTaki §VII: γ_in = 0.9 is best for DP/DPCube/DAWA partitioners, 0.7 for greedy."""
+        if not self.uses_initializer:
+            return 0.0
+        return 0.7 if self.partitioner == "greedy" else 0.9
+
+    def shares(self, gamma_in: float | None = None) -> BudgetShares:
+        """Budget shares of this configuration for ``gamma_in`` (None → the default)."""
+        if self.partitioner == "none" and not self.sort:
+            return BudgetShares(0.0, 0.0, 1.0)
+        g_in = self.default_gamma_in() if gamma_in is None else float(gamma_in)
+        if not self.uses_initializer:
+            g_in = 0.0
+        elif not (0.0 < g_in < 1.0):
+            raise InvalidParameterError(f"gamma_in must be in (0, 1) for {self.name}, "
+                                        f"not {gamma_in!r}")
+        g_p = DAWA_PARTITION_SHARE * (1.0 - g_in) if self.partitioner == "dawa" else 0.0
+        return BudgetShares(g_in, g_p, 1.0 - g_in - g_p)
+
+
+_GRAMMAR = re.compile(r"^(s?)(t?)([GD])(AHP|WF)$")
+
+
+def parse_config(name: str) -> Config:
+    """The :class:`Config` named ``name`` (Table II names and the ``[s][t](G|D)(AHP|WF)`` family).
+
+    Raises:
+        InvalidParameterError: unknown name (the message lists Table II).
+    """
+    fixed = {
+        "Identity": Config("Identity"),
+        "AHP": Config("AHP", sort=True, threshold=True, partitioner="greedy", finalizer="ahp"),
+        "DPC": Config("DPC", partitioner="dpcube", finalizer="waf"),
+        "sDPC": Config("sDPC", sort=True, partitioner="dpcube", finalizer="waf"),
+        "DAWA": Config("DAWA", partitioner="dawa", finalizer="dawa"),
+        "sDAWA": Config("sDAWA", sort=True, partitioner="dawa", finalizer="waf"),
+    }
+    if name in fixed:
+        return fixed[name]
+    m = _GRAMMAR.match(name)
+    if not m:
+        raise InvalidParameterError(
+            f"algorithm must be one of {', '.join(TABLE_II)} (or [s][t](G|D)(AHP|WF)), "
+            f"not {name!r}")
+    s, t, p, f = m.groups()
+    return Config(name, sort=bool(s), threshold=bool(t),
+                  partitioner="greedy" if p == "G" else "dp",
+                  finalizer="ahp" if f == "AHP" else "waf")
+
+
+@dataclass(frozen=True, eq=False)
+class HistogramRelease:
+    """Output of one run: the released histogram and the public facts about its budget."""
+
+    algorithm: str
+    estimate: np.ndarray
+    epsilon: float
+    eps_in: float
+    eps_p: float
+    eps_f: float
+    partition: Partition | None = None
+    params: dict = field(default_factory=dict)
+
+    @property
+    def n_bins(self) -> int:
+        """Number of bins released (domain size for Identity)."""
+        return self.partition.n_bins if self.partition is not None else len(self.estimate)
+
+
+def basic_initializer(x: np.ndarray, eps_in: float, *,
+                      rng: np.random.Generator | None = None) -> np.ndarray:
+    """NOISE DRAWING — basic Initializer, SORTaki Alg. 1: ``f_i + Lap(1/ε_in)``."""
+    return noisy_values(x, eps_in, rng=rng)
+
+
+def ahp_threshold(n: int, eps_in: float) -> float:
+    """Default AHP threshold ξ = ln(n)/ε_in.
+
+    Our choice (the sources leave ξ open): P(Lap(1/ε_in) > ln(n)/ε_in) = 1/(2n), so with
+    probability ≥ 1/2 every empty cell is zeroed by :func:`threshold_initializer`.
+    """
+    return math.log(max(n, 2)) / check_positive("eps_in", eps_in)
+
+
+def threshold_initializer(noisy: np.ndarray, xi: float) -> np.ndarray:
+    """AHP's thresholding step (post-processing): noisy values below ξ become 0."""
+    v = np.asarray(noisy, dtype=np.float64)
+    return np.where(v < xi, 0.0, v)
+
+
+def _partition_starts(cfg: Config, y: np.ndarray, x_ordered: np.ndarray, eps_in: float,
+                      eps_p: float, eps_f: float, *, dpp: str, dpp_full_max_n: int,
+                      dawa_dyadic: bool, xi: float | None, rng: np.random.Generator
+                      ) -> np.ndarray:
+    n = len(y)
+    if cfg.partitioner == "greedy":
+        formula = FORMULAS["uee_ahp" if cfg.finalizer == "ahp" else "uee"]
+        return part.greedy_partition(y, formula, eps_in, eps_f)
+    if cfg.partitioner == "dp":
+        formula = FORMULAS["uee_ahp" if cfg.finalizer == "ahp" else "uee"]
+        restricted = dpp == "restricted" or (dpp == "auto" and n > dpp_full_max_n)
+        return part.dp_partition(y, formula, eps_in, eps_f, restricted=restricted)
+    if cfg.partitioner == "dpcube":
+        return part.dpcube_partition(y, xi if xi is not None else 2.0 / eps_in**2)
+    if cfg.partitioner == "dawa":
+        return part.dawa_partition(x_ordered, eps_p, eps_f, dyadic=dawa_dyadic, rng=rng)
+    raise InvalidParameterError(f"unknown partitioner {cfg.partitioner!r}")
+
+
+def _ranges_to_bins(partition: Partition, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Bin index range [first, last+1) covering each domain range [lo, hi) (contiguous bins)."""
+    lab = partition.labels
+    return lab[np.asarray(lo)], lab[np.asarray(hi) - 1] + 1
+
+
+def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | None = None,
+               workload: tuple[np.ndarray, np.ndarray] | None = None, dpp: str = "auto",
+               dpp_full_max_n: int = 4096, dawa_dyadic: bool = True, xi: float | None = None,
+               rng: np.random.Generator | None = None) -> HistogramRelease:
+    """Run one configuration: SORTaki Alg. 2 (no sorting) or Alg. 3 (with sorting).
+
+    Args:
+        cfg: the configuration (see :func:`parse_config`).
+        x: the true histogram (any shape; flattened row-major, reshaped back).
+        epsilon: total budget ε (sensitivity 1: one record changes one cell by 1).
+        gamma_in: initializer share (None → the configuration's default).
+        workload: ``(lo, hi)`` range queries (exclusive hi) for DAWA's measurement.
+        dpp: "full", "restricted" (bins of size 2^k) or "auto" (full up to dpp_full_max_n).
+        dpp_full_max_n: domain size above which "auto" uses the restricted DPP.
+        dawa_dyadic: DAWA's partitioner over 2^k-size bins only (else all intervals).
+        xi: DPCube variance threshold (None → 2/ε_in², or AHP threshold for t-configs).
+        rng: noise source (None → project CSPRNG); every draw comes from it.
+
+    Returns:
+        A :class:`HistogramRelease` with ε_in + ε_p + ε_f = ε.
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    if dpp not in {"auto", "full", "restricted"}:
+        raise InvalidParameterError(f"dpp must be auto, full or restricted, not {dpp!r}")
+    gen = resolve_rng(rng)
+    x_arr = np.asarray(x, dtype=np.float64)
+    shape = x_arr.shape
+    flat = x_arr.ravel()
+    n = len(flat)
+    if n == 0:
+        raise InvalidParameterError("x must not be empty")
+    shares = cfg.shares(gamma_in)
+    eps_in, eps_p, eps_f = shares.split(epsilon)
+    params = {"gamma_in": shares.gamma_in, "gamma_p": shares.gamma_p, "gamma_f": shares.gamma_f}
+
+    if cfg.partitioner == "none" and not cfg.sort:  # Identity
+        est = noisy_values(flat, epsilon, rng=gen)
+        return HistogramRelease(cfg.name, est.reshape(shape), epsilon, 0.0, 0.0, epsilon,
+                                Partition.singletons(n), params)
+
+    noisy = basic_initializer(flat, eps_in, rng=gen) if eps_in > 0 else np.zeros(0)
+    y_init = noisy
+    if cfg.threshold:
+        xi_t = ahp_threshold(n, eps_in)
+        y_init = threshold_initializer(noisy, xi_t)
+        params["threshold_xi"] = xi_t
+    order = sort_order(y_init) if cfg.sort else identity_order(n)
+    y = y_init[order] if eps_in > 0 else np.zeros(n)
+    starts = _partition_starts(cfg, y, flat[order], eps_in, eps_p, eps_f, dpp=dpp,
+                               dpp_full_max_n=dpp_full_max_n, dawa_dyadic=dawa_dyadic,
+                               xi=xi, rng=gen)
+    partition = Partition.from_boundaries(order, starts)
+
+    if cfg.finalizer == "dawa":
+        k = partition.n_bins
+        if workload is not None:
+            lo_b, hi_b = _ranges_to_bins(partition, *workload)
+            usage = fin.tree_level_usage(k, lo_b, hi_b)
+        else:
+            usage = np.zeros(fin._height(k) + 1)
+        weights = fin.greedy_level_weights(usage)
+        levels = fin.measure_tree(partition.bin_sums(flat), weights, eps_f, rng=gen)
+        sums = fin.tree_least_squares(levels, weights, eps_f, k)
+        est = fin.ahp_finalize(partition, sums)
+        params["level_weights"] = [round(float(w), 4) for w in weights]
+    else:
+        sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen)
+        if cfg.finalizer == "waf":
+            # WAF mixes the *un-thresholded* initializer output (unbiased, eq. 1)
+            est = fin.waf_finalize(partition, noisy, sums, eps_in, eps_f)
+        else:
+            est = fin.ahp_finalize(partition, sums)
+    return HistogramRelease(cfg.name, est.reshape(shape), epsilon, eps_in, eps_p, eps_f,
+                            partition, params)
+
+
+def release_histogram(algorithm: str, x: np.ndarray, epsilon: float, *,
+                      gamma_in: float | None = None, rng: np.random.Generator | None = None,
+                      **options: object) -> HistogramRelease:
+    """Run the configuration named ``algorithm`` (Table II name) on ``x`` with budget ε."""
+    if gamma_in is not None:
+        check_probability("gamma_in", gamma_in)
+    return run_config(parse_config(algorithm), x, epsilon, gamma_in=gamma_in, rng=rng,
+                      **options)  # type: ignore[arg-type]
+
+
+def with_name(cfg: Config, name: str) -> Config:
+    """A copy of ``cfg`` under another name (e.g. aliases)."""
+    return replace(cfg, name=name)
