@@ -1,0 +1,414 @@
+/* occustream dashboard — plain JS, no build step. Reads /api/* with a bearer token. */
+(function () {
+  "use strict";
+  const PALETTES = {
+    cb: ["#313695", "#4575b4", "#74add1", "#abd9e9", "#e0f3f8", "#fee090", "#fdae61", "#f46d43", "#d73027", "#a50026"],
+    viridis: ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"],
+    classic: ["#006837", "#1a9850", "#66bd63", "#a6d96a", "#d9ef8b", "#fee08b", "#fdae61", "#f46d43", "#d73027", "#a50026"],
+  };
+  const NO_BASELINE = "#c9ced6";
+  const NS = "http://www.w3.org/2000/svg";
+  const $ = (id) => document.getElementById(id);
+  const state = {
+    token: null, role: null, site: null, mechs: [], mech: null, meta: {},
+    building: null, floor: null, snapshot: null, ticks: [], live: true, playing: null,
+    alerts: [], selected: null, palette: localStorage.getItem("occ.palette") || "cb",
+    es: null, locIndex: {},
+  };
+  window.__occustream = state; // for tests and debugging; holds released data only
+
+  // ---------- helpers ----------
+  function fmtTime(t) {
+    if (t === null || t === undefined) return "—";
+    const d = new Date(t * 1000);
+    return d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  }
+  function fmtHM(t) { return new Date(t * 1000).toISOString().slice(11, 16); }
+  function dayOf(t) { return new Date(t * 1000).toISOString().slice(0, 10); }
+  function num(v, d = 1) { return v === null || v === undefined ? "—" : Number(v).toFixed(d); }
+  function esc(s) { return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c])); }
+  function colour(cls) { return cls ? PALETTES[state.palette][cls - 1] : NO_BASELINE; }
+  function inkFor(hex) {
+    const n = parseInt(hex.slice(1), 16);
+    const r = (n >> 16) & 255, g = (n >> 8) & 255, b = n & 255;
+    return 0.299 * r + 0.587 * g + 0.114 * b > 150 ? "#111" : "#fff";
+  }
+  async function api(path, opts = {}) {
+    const r = await fetch(path, { ...opts, headers: { Authorization: "Bearer " + state.token, ...(opts.headers || {}) } });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) { const e = new Error(body.error || r.statusText); e.status = r.status; throw e; }
+    return body;
+  }
+  function setStatus(text, cls) { const s = $("status"); s.textContent = text; s.className = "status " + (cls || ""); }
+
+  // ---------- auth ----------
+  function readToken() {
+    const m = location.hash.match(/token=([^&]+)/);
+    if (m) { sessionStorage.setItem("occ.token", decodeURIComponent(m[1])); history.replaceState(null, "", location.pathname + location.search); }
+    return sessionStorage.getItem("occ.token");
+  }
+  async function signIn() {
+    state.token = readToken();
+    if (!state.token) { showLogin(""); return false; }
+    try {
+      state.role = (await api("/api/whoami")).role;
+    } catch (e) {
+      sessionStorage.removeItem("occ.token");
+      showLogin(e.status === 401 ? "That token was not accepted." : e.message);
+      return false;
+    }
+    $("role").textContent = state.role;
+    return true;
+  }
+  function showLogin(msg) {
+    $("login").hidden = false; $("login-error").textContent = msg; $("token").focus();
+  }
+  $("login-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem("occ.token", $("token").value.trim());
+    $("login").hidden = true;
+    start();
+  });
+
+  // ---------- legend ----------
+  function renderLegend() {
+    const pal = PALETTES[state.palette];
+    const names = ["far below usual", "", "", "", "", "", "", "", "", "far above usual"];
+    let h = "";
+    pal.forEach((c, i) => {
+      h += `<div class="sw" style="background:${c};color:${inkFor(c)}" title="class ${i + 1}${names[i] ? ": " + names[i] : ""}">${i + 1}</div>`;
+    });
+    h += `<div class="sw nb" style="background:${NO_BASELINE};color:#111;flex:0 0 90px" title="no baseline yet">no baseline</div>`;
+    h += `<div class="ends"><span>◀ below μ−2σ (usual for this time of day)</span><span>μ</span><span>above μ+2σ ▶</span></div>`;
+    $("legend").innerHTML = h;
+  }
+
+  // ---------- plan ----------
+  function buildingOf(id) { return state.site.buildings.find((b) => b.id === id); }
+  function renderCampus() {
+    const nav = $("campus");
+    if (state.site.buildings.length < 2) { nav.hidden = true; return; }
+    nav.hidden = false;
+    const vals = (state.snapshot && state.snapshot.values) || {};
+    nav.innerHTML = "";
+    for (const b of state.site.buildings) {
+      let total = 0, maxCls = 0, n = 0;
+      for (const l of b.locations) { const v = vals[l.id]; if (v) { total += v.value; n++; maxCls = Math.max(maxCls, v.class || 0); } }
+      const btn = document.createElement("button");
+      btn.className = "tile"; btn.type = "button";
+      btn.setAttribute("aria-pressed", String(b.id === state.building));
+      btn.dataset.building = b.id;
+      btn.innerHTML = `<div class="t-name">${esc(b.name)}</div><div class="t-val"><span class="chip" style="background:${colour(maxCls || null)}"></span>${n ? "≈ " + Math.round(total) + " people" : "no data"} · ${b.floors.length} floor${b.floors.length > 1 ? "s" : ""}</div>`;
+      btn.addEventListener("click", () => { state.building = b.id; state.floor = b.floors[0].id; renderAll(); });
+      nav.appendChild(btn);
+    }
+  }
+  function renderFloors() {
+    const b = buildingOf(state.building);
+    const nav = $("floors"); nav.innerHTML = "";
+    for (const f of b.floors) {
+      const btn = document.createElement("button");
+      btn.type = "button"; btn.setAttribute("role", "tab"); btn.dataset.floor = f.id;
+      btn.setAttribute("aria-selected", String(f.id === state.floor));
+      btn.textContent = f.name;
+      btn.addEventListener("click", () => { state.floor = f.id; renderFloors(); renderPlan(); });
+      nav.appendChild(btn);
+    }
+  }
+  function renderPlan() {
+    const b = buildingOf(state.building);
+    const f = b.floors.find((x) => x.id === state.floor);
+    const svg = document.createElementNS(NS, "svg");
+    const pad = Math.max(f.width, f.height) * 0.02;
+    svg.setAttribute("viewBox", `${-pad} ${-pad} ${f.width + 2 * pad} ${f.height + 2 * pad}`);
+    svg.setAttribute("role", "group");
+    svg.setAttribute("aria-label", `${b.name}, ${f.name}: rooms coloured by occupancy`);
+    const bg = document.createElementNS(NS, "rect");
+    bg.setAttribute("class", "outline"); bg.setAttribute("x", 0); bg.setAttribute("y", 0);
+    bg.setAttribute("width", f.width); bg.setAttribute("height", f.height);
+    bg.setAttribute("stroke-width", Math.max(f.width, f.height) / 400);
+    svg.appendChild(bg);
+    const sw = Math.max(f.width, f.height) / 500;
+    for (const l of b.locations.filter((x) => x.floor === f.id)) {
+      const pts = l.polygon;
+      const poly = document.createElementNS(NS, "polygon");
+      poly.setAttribute("points", pts.map((p) => p.join(",")).join(" "));
+      poly.setAttribute("class", "loc");
+      poly.setAttribute("tabindex", "0");
+      poly.setAttribute("role", "button");
+      poly.setAttribute("stroke-width", sw);
+      poly.dataset.location = l.id;
+      poly.addEventListener("mouseenter", () => showTip(l.id, poly));
+      poly.addEventListener("mouseleave", hideTip);
+      poly.addEventListener("focus", () => showTip(l.id, poly));
+      poly.addEventListener("blur", hideTip);
+      poly.addEventListener("click", () => select(l.id));
+      poly.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); select(l.id); } });
+      svg.appendChild(poly);
+      const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
+      const w = Math.max(...xs) - Math.min(...xs), h = Math.max(...ys) - Math.min(...ys);
+      const cx = xs.reduce((a, c) => a + c, 0) / xs.length, cy = ys.reduce((a, c) => a + c, 0) / ys.length;
+      const fs = Math.max(Math.min(w / 6.5, h / 3.2), 0.6);
+      const t = document.createElementNS(NS, "text");
+      t.setAttribute("class", "label"); t.setAttribute("x", cx); t.setAttribute("y", cy);
+      t.setAttribute("font-size", fs); t.dataset.labelFor = l.id;
+      const name = document.createElementNS(NS, "tspan");
+      name.setAttribute("x", cx); name.setAttribute("dy", -fs * 0.45);
+      name.textContent = l.name.length > 16 ? l.id.split("-").pop() : l.name;
+      const val = document.createElementNS(NS, "tspan");
+      val.setAttribute("x", cx); val.setAttribute("dy", fs * 1.1); val.setAttribute("font-weight", "400");
+      t.appendChild(name); t.appendChild(val);
+      svg.appendChild(t);
+    }
+    $("plan").innerHTML = ""; $("plan").appendChild(svg);
+    paint();
+  }
+  function alertingNow() {
+    const s = new Set(); const tick = state.snapshot && state.snapshot.tick;
+    for (const a of state.alerts) if (!a.acknowledged && a.tick === tick) s.add(a.location);
+    return s;
+  }
+  function paint() {
+    const vals = (state.snapshot && state.snapshot.values) || {};
+    const hot = alertingNow();
+    for (const poly of document.querySelectorAll("#plan .loc")) {
+      const id = poly.dataset.location, v = vals[id];
+      const c = v ? colour(v.class) : "#e3e6ea";
+      poly.setAttribute("fill", c);
+      poly.dataset.class = v && v.class ? v.class : "";
+      poly.dataset.value = v ? v.value : "";
+      poly.classList.toggle("nodata", !v);
+      poly.classList.toggle("alerting", hot.has(id));
+      poly.classList.toggle("selected", id === state.selected);
+      const loc = state.locIndex[id];
+      poly.setAttribute("aria-label", `${loc.name}: ${v ? "about " + Math.round(v.value) + " people" : "no data"}, capacity ${loc.capacity}${hot.has(id) ? ", over capacity alert" : ""}`);
+      const label = document.querySelector(`#plan text[data-label-for="${CSS.escape(id)}"]`);
+      if (label) {
+        label.setAttribute("fill", inkFor(v ? c : "#e3e6ea"));
+        label.lastChild.textContent = v ? (hot.has(id) ? "⚠ " : "") + Math.round(v.value) + " / " + loc.capacity : "—";
+      }
+    }
+    $("empty").hidden = state.mechs.length > 0;
+    $("when").textContent = state.snapshot && state.snapshot.tick ? fmtTime(state.snapshot.tick) : "—";
+    renderCampus();
+  }
+
+  // ---------- tooltip & details ----------
+  function tipHtml(id) {
+    const loc = state.locIndex[id];
+    const v = state.snapshot && state.snapshot.values[id];
+    let h = `<b>${esc(loc.name)}</b><span class="dim">${esc(loc.kind)} · capacity ${loc.capacity}</span><br>`;
+    if (!v) return h + "No released value at this tick.";
+    const iv = v.interval;
+    h += `Released: <b style="display:inline">${num(v.value)}</b>`;
+    if (iv && iv.low !== null) h += `<br>${Math.round(iv.level * 100)} % interval: ${num(Math.max(0, iv.low))} – ${num(iv.high)} <span class="dim">(${esc(iv.note)})</span>`;
+    else h += `<br><span class="ngt">${esc(iv ? iv.note : "no interval")}</span>`;
+    if (v.mu !== null) h += `<br><span class="dim">usual now: ${num(v.mu)} ± ${num(v.sigma)} · colour ${v.class}/10</span>`;
+    else h += `<br><span class="dim">no baseline yet for this time of day</span>`;
+    return h;
+  }
+  function showTip(id, el) {
+    const tip = $("tooltip"); tip.innerHTML = tipHtml(id); tip.hidden = false;
+    const r = el.getBoundingClientRect();
+    const x = Math.min(window.innerWidth - 310, r.left + r.width / 2 + 8);
+    const y = Math.max(8, r.top - tip.offsetHeight - 6);
+    tip.style.left = x + "px"; tip.style.top = (y < 8 ? r.bottom + 6 : y) + "px";
+  }
+  function hideTip() { $("tooltip").hidden = true; }
+  async function select(id) {
+    state.selected = id; paint();
+    const loc = state.locIndex[id];
+    const tick = state.snapshot && state.snapshot.tick;
+    const v = state.snapshot && state.snapshot.values[id];
+    let h = `<h3 style="margin:0 0 6px">${esc(loc.name)}</h3><dl>
+      <dt>Kind</dt><dd>${esc(loc.kind)}</dd><dt>Capacity</dt><dd>${loc.capacity}</dd>
+      <dt>Released</dt><dd>${v ? num(v.value) : "—"}</dd>
+      <dt>Interval</dt><dd>${v && v.interval.low !== null ? num(Math.max(0, v.interval.low)) + " – " + num(v.interval.high) + " (90 %)" : v ? esc(v.interval.note) : "—"}</dd>
+      <dt>Mechanism</dt><dd>${esc(state.mech)}</dd></dl>`;
+    $("details").innerHTML = h + `<svg class="spark" id="spark" role="img" aria-label="today's released values"></svg>
+      <a id="csv" href="#">Download CSV of this room</a>`;
+    $("csv").addEventListener("click", (ev) => { ev.preventDefault(); downloadCsv(id); });
+    if (!tick) return;
+    const d0 = Date.parse(dayOf(tick) + "T00:00:00Z") / 1000;
+    const hist = await api(`/api/history?mech=${encodeURIComponent(state.mech)}&location=${encodeURIComponent(id)}&start=${d0}&end=${tick}`);
+    drawSpark(hist.points, loc.capacity, d0);
+  }
+  function drawSpark(points, cap, d0) {
+    const svg = $("spark"); if (!svg || !points.length) return;
+    const W = 340, H = 90; svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    const ymax = Math.max(cap, ...points.map((p) => p.value)) * 1.05 || 1;
+    const x = (t) => ((t - d0) / 86400) * W, y = (v) => H - (Math.max(0, v) / ymax) * H;
+    svg.innerHTML = `<line class="cap" x1="0" x2="${W}" y1="${y(cap)}" y2="${y(cap)}"></line>
+      <polyline class="ln" points="${points.map((p) => x(p.tick) + "," + y(p.value)).join(" ")}"></polyline>`;
+  }
+  async function downloadCsv(id) {
+    const r = await fetch(`/api/history?format=csv&mech=${encodeURIComponent(state.mech)}&location=${encodeURIComponent(id)}`, { headers: { Authorization: "Bearer " + state.token } });
+    const blob = await r.blob(); const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob); a.download = `${state.mech}-${id}.csv`; a.click();
+  }
+
+  // ---------- alerts ----------
+  function renderAlerts() {
+    const ul = $("alerts"); ul.innerHTML = "";
+    const open = state.alerts.filter((a) => !a.acknowledged).length;
+    $("alert-count").textContent = open; $("alert-count").className = "badge" + (open ? " hot" : "");
+    $("no-alerts").hidden = state.alerts.length > 0;
+    for (const a of state.alerts.slice(0, 100)) {
+      const loc = state.locIndex[a.location];
+      const li = document.createElement("li");
+      li.dataset.alertId = a.id; li.className = a.acknowledged ? "acked" : "";
+      li.innerHTML = `<span class="a-title">${esc(loc ? loc.name : a.location)} — over capacity${a.capacity ? " (" + a.capacity + ")" : ""}</span>
+        <span class="a-meta">${fmtTime(a.tick)} · ${esc(a.algorithm || "?")} · β = ${a.beta ?? "?"}${a.acknowledged ? " · acknowledged" : ""}</span>`;
+      const btn = document.createElement("button"); btn.type = "button";
+      btn.textContent = a.acknowledged ? "Done" : "Acknowledge";
+      btn.disabled = !!a.acknowledged || state.role !== "admin";
+      if (state.role !== "admin") btn.title = "the admin token is needed to acknowledge";
+      btn.setAttribute("aria-label", `acknowledge alert for ${loc ? loc.name : a.location}`);
+      btn.addEventListener("click", async () => {
+        try { const r = await api(`/api/alerts/${encodeURIComponent(a.id)}/ack`, { method: "POST" }); a.acknowledged = r.acknowledged; renderAlerts(); paint(); }
+        catch (e) { btn.title = e.message; }
+      });
+      li.appendChild(btn);
+      li.addEventListener("click", (ev) => { if (ev.target === btn) return; const l = state.locIndex[a.location]; if (l) { goTo(l); select(a.location); } });
+      ul.appendChild(li);
+    }
+  }
+  function goTo(loc) {
+    const b = state.site.buildings.find((x) => x.locations.some((l) => l.id === loc.id));
+    if (b.id !== state.building || loc.floor !== state.floor) { state.building = b.id; state.floor = loc.floor; renderAll(); }
+  }
+
+  // ---------- privacy ----------
+  async function renderLedger() {
+    if (state.role !== "admin") return;
+    $("privacy").hidden = false;
+    const led = await api("/api/ledger");
+    const rows = led.rows.slice(-16);
+    let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick).</p>
+      <table class="ledger"><thead><tr><th>Day</th><th>Mechanism</th><th>ε spent</th><th>Ticks</th><th>Device-day ε (worst)</th><th>ε / hour present</th></tr></thead><tbody>`;
+    for (const r of rows) {
+      const ttl = r.guarantee === "no formal guarantee";
+      h += `<tr data-mech="${esc(r.mechanism)}"><td>${esc(r.day)}</td><td>${esc(r.mechanism)}</td>` + (ttl
+        ? `<td colspan="4" class="ngt">no formal guarantee</td>`
+        : `<td class="num">${num(r.epsilon_spent, 2)}</td><td class="num">${r.ticks_released ?? "—"}</td><td class="num">${num(r.device_day_worst_case_epsilon, 2)}</td><td class="num">${num(r.epsilon_per_hour_present, 2)}</td>`) + "</tr>";
+    }
+    $("ledger").innerHTML = h + "</tbody></table>";
+  }
+
+  // ---------- data loading ----------
+  async function loadMechs() {
+    const r = await api("/api/mechanisms");
+    state.mechs = r.mechanisms.map((m) => m.name);
+    for (const m of r.mechanisms) state.meta[m.name] = m.meta;
+    const sel = $("mech");
+    const prev = state.mech;
+    sel.innerHTML = r.mechanisms.map((m) => `<option value="${esc(m.name)}">${esc(m.name)}</option>`).join("");
+    state.mech = state.mechs.includes(prev) ? prev : state.mechs[0] || null;
+    if (state.mech) sel.value = state.mech;
+    renderGuarantee();
+  }
+  function renderGuarantee() {
+    const m = state.meta[state.mech] || {};
+    const eps = m.epsilon !== undefined ? ` · ε = ${m.epsilon} per tick` : "";
+    $("guarantee").innerHTML = state.mech ? `<b>${esc(state.mech)}</b>: ${esc(m.guarantee || "")}${eps}` : "";
+  }
+  async function loadTicks(day) {
+    const r = await api(`/api/ticks?mech=${encodeURIComponent(state.mech)}&day=${day}`);
+    state.ticks = r.ticks;
+    const s = $("scrub"); s.max = Math.max(0, state.ticks.length - 1);
+  }
+  async function loadSnapshot(tick) {
+    const q = tick === undefined || tick === null ? "" : `&tick=${tick}`;
+    state.snapshot = await api(`/api/snapshot?mech=${encodeURIComponent(state.mech)}${q}`);
+    paint();
+  }
+  async function loadAlerts() { state.alerts = (await api("/api/alerts?limit=100")).alerts; renderAlerts(); }
+  async function refreshAll() {
+    await loadMechs();
+    if (!state.mech) { state.snapshot = null; paint(); return; }
+    await loadSnapshot();
+    if (state.snapshot.tick) { await loadTicks(dayOf(state.snapshot.tick)); $("scrub").value = state.ticks.indexOf(state.snapshot.tick); }
+  }
+  function setLive(on) {
+    state.live = on; const b = $("live");
+    b.classList.toggle("on", on); b.setAttribute("aria-pressed", String(on));
+    b.textContent = on ? "● Live" : "Go live";
+    if (!on) return;
+    stopPlay(); refreshAll();
+  }
+  function stopPlay() { if (state.playing) { clearInterval(state.playing); state.playing = null; $("play").textContent = "▶"; } }
+
+  // ---------- live updates ----------
+  function connect() {
+    if (state.es) state.es.close();
+    const q = `access_token=${encodeURIComponent(state.token)}${state.mech ? "&mech=" + encodeURIComponent(state.mech) : ""}`;
+    const es = new EventSource(`/api/events?${q}`); state.es = es;
+    es.addEventListener("hello", () => setStatus("live", "live"));
+    es.addEventListener("tick", async (ev) => {
+      const snap = JSON.parse(ev.data);
+      if (!state.mechs.includes(snap.mech)) { await loadMechs(); if (!state.mech) return; }
+      if (snap.mech !== state.mech) return;
+      if (!state.ticks.includes(snap.tick)) {
+        if (state.ticks.length && dayOf(state.ticks[0]) !== dayOf(snap.tick)) state.ticks = [];
+        state.ticks.push(snap.tick); $("scrub").max = state.ticks.length - 1;
+      }
+      if (state.live) { state.snapshot = snap; $("scrub").value = state.ticks.length - 1; paint(); }
+      renderLedger().catch(() => {});
+    });
+    es.addEventListener("alert", (ev) => {
+      const a = JSON.parse(ev.data);
+      if (state.alerts.some((x) => x.id === a.id)) return;
+      state.alerts.unshift(a); renderAlerts(); paint();
+    });
+    es.onerror = () => { setStatus("reconnecting…", "down"); };
+  }
+
+  function renderAll() { renderCampus(); renderFloors(); renderPlan(); }
+
+  function wire() {
+    $("palette").value = state.palette;
+    $("palette").addEventListener("change", () => { state.palette = $("palette").value; localStorage.setItem("occ.palette", state.palette); renderLegend(); paint(); });
+    $("mech").addEventListener("change", async () => { state.mech = $("mech").value; renderGuarantee(); connect(); if (state.live) await refreshAll(); else await loadSnapshot(state.ticks[$("scrub").value]); });
+    let timer = null;
+    $("scrub").addEventListener("input", () => {
+      setLive(false);
+      const t = state.ticks[Number($("scrub").value)];
+      $("when").textContent = fmtTime(t);
+      clearTimeout(timer); timer = setTimeout(() => loadSnapshot(t), 60);
+    });
+    $("live").addEventListener("click", () => setLive(true));
+    $("play").addEventListener("click", () => {
+      if (state.playing) { stopPlay(); return; }
+      setLive(false);
+      const s = $("scrub"); if (Number(s.value) >= state.ticks.length - 1) s.value = 0;
+      $("play").textContent = "❚❚";
+      state.playing = setInterval(async () => {
+        const i = Number(s.value) + 1;
+        if (i >= state.ticks.length) { stopPlay(); setLive(true); return; }
+        s.value = i; await loadSnapshot(state.ticks[i]);
+      }, 350);
+    });
+    document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") hideTip(); });
+  }
+
+  async function start() {
+    if (!(await signIn())) return;
+    state.site = await api("/api/site");
+    $("site-name").textContent = state.site.name;
+    document.title = state.site.name + " — occustream";
+    for (const b of state.site.buildings) for (const l of b.locations) state.locIndex[l.id] = l;
+    state.building = state.site.buildings[0].id;
+    state.floor = state.site.buildings[0].floors[0].id;
+    renderLegend();
+    await refreshAll();
+    renderAll();
+    await loadAlerts();
+    connect();
+    renderLedger().catch(() => {});
+    // keep the mechanism list fresh while empty (first data arriving)
+    setInterval(async () => { if (!state.mechs.length) { await refreshAll(); connect(); } }, 3000);
+    document.body.dataset.ready = "1";
+  }
+  wire();
+  start();
+})();
