@@ -84,6 +84,26 @@ def webhook_dlq(name: str) -> str:
     return f"webhook:{name}:dlq"
 
 
+def state_key(app_id: str, stage: str, partition: int) -> str:
+    """Pipeline stage checkpoint (internal): state + input offset, bytes."""
+    return f"state:{app_id}:{stage}:{partition}"
+
+
+def dlq_counts(app_id: str) -> str:
+    """Hash (internal) ``p{partition}:{reason}`` → DLQ count (absolute, replay-safe)."""
+    return f"dlq:{app_id}:counts"
+
+
+def health(app_id: str) -> str:
+    """Hash (internal) worker id → JSON health/lag line."""
+    return f"health:{app_id}"
+
+
+def release_done(mech: str) -> str:
+    """Set (internal) of ticks whose ledger/alerts/baselines were applied (idempotence)."""
+    return f"occ:{mech}:done"
+
+
 def slot_of(tick: float, tick_s: float) -> int:
     """Time-of-day slot of a tick (0 .. 86400/tick_s − 1)."""
     return int((tick % 86400) // tick_s)
