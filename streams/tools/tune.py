@@ -122,6 +122,7 @@ def table_4_2(
     *,
     ranges: dict[str, tuple[float, float]] | None = None,
     progress: Callable[[str], None] | None = None,
+    periods: Sequence[str] = PERIODS,
 ) -> list[TuneRow]:
     """Tune every (mechanism, period, target).
 
@@ -131,6 +132,7 @@ def table_4_2(
         evaluator: (mechanism, param, period) → (per-run utilities, σ_u in %-points).
         ranges: per-mechanism (lo, hi) search bounds.
         progress: called with a short description before each search.
+        periods: periods the evaluator understands (day and night by default).
 
     Returns:
         Rows in (mechanism, period, target) order.
@@ -140,11 +142,12 @@ def table_4_2(
     for mech in mechanisms:
         is_ttl = mech == "ttl"
         lo, hi = ranges.get(mech, (1.0, 86400.0) if is_ttl else (1e-3, 50.0))
-        for period in PERIODS:
+        for period in periods:
             sig: dict[float, float] = {}
 
-            def util(x: float, mech: str = mech, period: str = period,
-                     sig: dict[float, float] = sig) -> np.ndarray:
+            def util(
+                x: float, mech: str = mech, period: str = period, sig: dict[float, float] = sig
+            ) -> np.ndarray:
                 runs, sigma = evaluator(mech, x, period)
                 sig[x] = sigma
                 return runs
@@ -173,11 +176,27 @@ def table_4_2(
 
 def rows_table(rows: Sequence[TuneRow]) -> tuple[list[str], list[list[object]]]:
     """Headers and rows for a report table."""
-    headers = ["mechanism", "period", "target", "parameter", "value", "utility", "σ_u (%)",
-               "guarantee"]
+    headers = [
+        "mechanism",
+        "period",
+        "target",
+        "parameter",
+        "value",
+        "utility",
+        "σ_u (%)",
+        "guarantee",
+    ]
     body = [
-        [r.mechanism, r.period, f"{r.target:.0%}", r.param_name,
-         r.param if r.reached else "not reached", r.utility, r.sigma_u, r.guarantee]
+        [
+            r.mechanism,
+            r.period,
+            f"{r.target:.0%}",
+            r.param_name,
+            r.param if r.reached else "not reached",
+            r.utility,
+            r.sigma_u,
+            r.guarantee,
+        ]
         for r in rows
     ]
     return headers, body
@@ -191,17 +210,27 @@ def build_parser() -> argparse.ArgumentParser:
         "night separately, over repeated runs on simulated data (thesis Table 4.2).",
     )
     p.add_argument("--building", default="dbh", help="building name or JSON path (default dbh)")
-    p.add_argument("--days", type=int, default=8,
-                   help="simulated days; the last is scored, the others give baselines (default 8)")
+    p.add_argument(
+        "--days",
+        type=int,
+        default=8,
+        help="simulated days; the last is scored, the others give baselines (default 8)",
+    )
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
     p.add_argument("--tick-s", type=float, default=300.0, help="tick length in s (default 300)")
-    p.add_argument("--mechanisms", default="laplace,pegasus,ttl",
-                   help="comma list from laplace, pegasus, pegasus-median, pegasus-js, "
-                        "hierarchical, ttl (default laplace,pegasus,ttl)")
+    p.add_argument(
+        "--mechanisms",
+        default="laplace,pegasus,ttl",
+        help="comma list from laplace, pegasus, pegasus-median, pegasus-js, "
+        "hierarchical, ttl (default laplace,pegasus,ttl)",
+    )
     p.add_argument("--targets", default="0.75,0.9", help="utility targets (default 0.75,0.9)")
-    p.add_argument("--utility", default="colour",
-                   help="colour (heatmap colour agreement, default) or a task: exceed, "
-                        "night_region, broken_sensor, weekly_event")
+    p.add_argument(
+        "--utility",
+        default="colour",
+        help="colour (heatmap colour agreement, default) or a task: exceed, "
+        "night_region, broken_sensor, weekly_event",
+    )
     p.add_argument("--runs", type=int, default=5, help="runs per parameter (default 5)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), help="output folder")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
