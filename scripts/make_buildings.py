@@ -15,8 +15,8 @@ Fire-code capacity = floor area / occupant-load factor (m² per person), after t
 International Building Code table 1004.5 (classroom 20 ft² net, office 150 ft²
 gross, lab 50 ft², assembly without fixed seats 15 ft², lecture halls with fixed
 seating counted by seats ≈ 1.4 m² per seat; corridors as standing space). ``dbh``
-is modelled on the thesis building (thesis §3: a 6-floor university building with
-64 access points).
+is modelled on the thesis building (thesis §4.2: Donald Bren Hall, 6 floors,
+64 WiFi access points).
 """
 
 from __future__ import annotations

@@ -1,0 +1,542 @@
+"""The simulator's Python API: :func:`simulate` → :class:`Simulation`.
+
+Example::
+
+    from simulator import simulate
+    sim = simulate("dbh", days=7, seed=7)            # Monday 2026-01-05 00:00 UTC
+    for event in sim.events():                       # dicts, in arrival order
+        ...                                          # {"device", "ap", "ts", "rssi"}
+    sim.truth["scenarios"]                           # injected scenarios (times, places)
+    table = sim.occupancy(tick_s=300)                # true counts (streams.oracle)
+
+Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
+
+* ``overcapacity``: per building, two crowds of ``ceil(1.3 · capacity) + 1`` extra
+  devices, exactly during ``[t0, t1)`` (tick-aligned): the median-capacity classroom
+  on day 3 (Wednesday) 15:00–16:00, and the smallest lounge on day 4 (Thursday)
+  10:00–10:30 (earlier days when the simulation is shorter). Normal use stays below
+  capacity, so in the oracle a location exceeds its capacity exactly then.
+* ``broken_ap``: the first single-AP classroom's AP of the first building stops
+  reporting from day 2 (Tuesday) 12:00 to the end (its events are dropped).
+* ``weekly_meeting``: every Tuesday 10:00–11:00, the same eight faculty members
+  meet in the first meeting room of each building.
+* ``malformed_rate``: that share of extra malformed records (bad MACs, missing
+  fields, unknown APs, non-numeric / out-of-range / far-future / too-late ts), each
+  with its intended :mod:`streams.schema` reason in ``truth["malformed"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mechanisms.errors import InvalidParameterError, check_positive
+from simulator.events import (
+    MALFORMED_KINDS,
+    OUIS,
+    device_mac,
+    malformed_record,
+    random_mac,
+    stay_events,
+)
+from simulator.model import DAY_S, HOUR_S, MIN_S, BuildingPlan, crowd_size
+from streams.buildings import Site, load_site
+from streams.oracle import (
+    DEFAULT_LATENESS_S,
+    DEFAULT_MAX_FUTURE_S,
+    DEFAULT_TICK_S,
+    DEFAULT_VALIDITY_S,
+    OccupancyTable,
+    occupancy_oracle,
+)
+
+#: Default start: Monday 2026-01-05 00:00 UTC (building local time = UTC).
+DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
+SCENARIO_NAMES = ("overcapacity", "broken_ap", "weekly_meeting", "malformed")
+#: Malformed records are only inserted after this many events (the clock has a reference).
+MALFORMED_WARMUP = 100
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """Which scenarios to inject (see the module docstring for where and when)."""
+
+    overcapacity: bool = True
+    broken_ap: bool = True
+    weekly_meeting: bool = True
+    malformed_rate: float = 0.0
+    overcapacity_factor: float = 1.3
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.malformed_rate < 1.0:
+            raise InvalidParameterError(
+                f"malformed_rate must be in [0, 1), not {self.malformed_rate!r}"
+            )
+        if not self.overcapacity_factor > 1.0:
+            raise InvalidParameterError(
+                f"overcapacity_factor must be > 1, not {self.overcapacity_factor!r}"
+            )
+
+    @classmethod
+    def none(cls) -> Scenarios:
+        """No scenario at all (plain population)."""
+        return cls(False, False, False, 0.0)
+
+    @classmethod
+    def from_names(cls, names: Iterable[str], malformed_rate: float = 0.001) -> Scenarios:
+        """From names (:data:`SCENARIO_NAMES`); ``malformed`` uses ``malformed_rate``."""
+        names = {n.strip() for n in names if n.strip()}
+        unknown = names - set(SCENARIO_NAMES) - {"none", "all"}
+        if unknown:
+            raise InvalidParameterError(
+                f"scenarios must be among {', '.join(SCENARIO_NAMES)}, not {sorted(unknown)!r}"
+            )
+        if "all" in names:
+            names = set(SCENARIO_NAMES)
+        return cls(
+            overcapacity="overcapacity" in names,
+            broken_ap="broken_ap" in names,
+            weekly_meeting="weekly_meeting" in names,
+            malformed_rate=malformed_rate if "malformed" in names else 0.0,
+        )
+
+
+def _start_ts(start: datetime | float | str | None) -> float:
+    if start is None:
+        return DEFAULT_START.timestamp()
+    if isinstance(start, str):
+        try:
+            start = datetime.fromisoformat(start)
+        except ValueError:
+            raise InvalidParameterError(
+                f"start must be an ISO date/time like 2026-01-05T00:00, not {start!r}"
+            ) from None
+    if isinstance(start, datetime):
+        if start.tzinfo is None:
+            start = start.replace(tzinfo=UTC)
+        return start.timestamp()
+    return float(start)
+
+
+class Simulation:
+    """A simulated event stream with its ground truth (build with :func:`simulate`).
+
+    Attributes:
+        site: the simulated site.
+        start_ts: first event time considered (epoch seconds).
+        end_ts: end of the simulated window (exclusive).
+        truth: JSON-able dict: parameters, ``scenarios`` (each with type, location,
+            times), ``malformed`` (``[stream index, intended reason]``), counts.
+    """
+
+    def __init__(self, site: Site, start_ts: float, end_ts: float, truth: dict[str, Any],
+                 cols: dict[str, np.ndarray], macs: list[str], ap_ids: list[str],
+                 malformed: list[tuple[int, dict[str, Any], str]],
+                 presence: dict[str, np.ndarray], lateness_s: float) -> None:
+        self.site = site
+        self.start_ts = start_ts
+        self.end_ts = end_ts
+        self.truth = truth
+        self._c = cols
+        self._macs = macs
+        self._ap_ids = ap_ids
+        self._malformed = malformed
+        self._presence = presence
+        self.lateness_s = lateness_s
+
+    def __len__(self) -> int:
+        """Number of records, malformed included."""
+        return len(self._c["ts_ms"]) + len(self._malformed)
+
+    @property
+    def n_valid(self) -> int:
+        """Number of well-formed, on-time events."""
+        return len(self._c["ts_ms"])
+
+    @property
+    def ap_location(self) -> dict[str, str]:
+        """AP id → location id of the site."""
+        return self.site.ap_location
+
+    def _merged(self) -> Iterator[tuple[int, int]]:
+        """(valid index or -1, malformed index or -1) in arrival order."""
+        mal = self._malformed
+        k = 0
+        for i in range(len(self._c["ts_ms"])):
+            while k < len(mal) and mal[k][0] == i:
+                yield -1, k
+                k += 1
+            yield i, -1
+        while k < len(mal):
+            yield -1, k
+            k += 1
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Every record as a dict ``{"device", "ap", "ts", "rssi"}``, in arrival order."""
+        ts = self._c["ts_ms"].tolist()
+        mac = self._c["mac"].tolist()
+        ap = self._c["ap"].tolist()
+        rssi = self._c["rssi"].tolist()
+        macs, aps = self._macs, self._ap_ids
+        for i, k in self._merged():
+            if i >= 0:
+                yield {"device": macs[mac[i]], "ap": aps[ap[i]], "ts": ts[i] / 1000,
+                       "rssi": rssi[i]}
+            else:
+                yield dict(self._malformed[k][1])
+
+    def lines(self) -> Iterator[str]:
+        """Every record as one line of JSON (no newline), in arrival order."""
+        ts = self._c["ts_ms"].tolist()
+        mac = self._c["mac"].tolist()
+        ap = self._c["ap"].tolist()
+        rssi = self._c["rssi"].tolist()
+        macs, aps = self._macs, self._ap_ids
+        for i, k in self._merged():
+            if i >= 0:
+                t = ts[i]
+                yield (f'{{"device": "{macs[mac[i]]}", "ap": "{aps[ap[i]]}", '
+                       f'"ts": {t // 1000}.{t % 1000:03d}, "rssi": {rssi[i]}}}')
+            else:
+                yield json.dumps(self._malformed[k][1])
+
+    def records(self) -> Iterator[tuple[bytes | None, bytes, float]]:
+        """``(key, value, arrival_ts)`` for Kafka: key = device MAC, value = JSON bytes."""
+        arrival = self._c["arrival"].tolist()
+        mac = self._c["mac"].tolist()
+        macs = [m.encode() for m in self._macs]
+        last = self.start_ts
+        for (i, k), line in zip(self._merged(), self.lines(), strict=True):
+            if i >= 0:
+                last = arrival[i]
+                yield macs[mac[i]], line.encode(), last
+            else:
+                dev = self._malformed[k][1].get("device")
+                yield (dev.encode() if isinstance(dev, str) else None), line.encode(), last
+
+    def arrival_times(self) -> np.ndarray:
+        """Arrival time of every valid event (epoch s), in stream order."""
+        return self._c["arrival"].copy()
+
+    def presence(self) -> dict[str, np.ndarray]:
+        """Planned presence intervals (what people did), one row per device stay.
+
+        Returns:
+            Arrays ``device`` (MAC), ``location`` (id), ``start_ts``, ``end_ts``.
+        """
+        return dict(self._presence)
+
+    def occupancy(
+        self,
+        tick_s: float = DEFAULT_TICK_S,
+        *,
+        validity_s: float = DEFAULT_VALIDITY_S,
+        lateness_s: float | None = None,
+        max_future_s: float = DEFAULT_MAX_FUTURE_S,
+        ticks: Iterable[float] | None = None,
+    ) -> OccupancyTable:
+        """True occupancy per tick and location (the oracle applied to this stream).
+
+        :func:`streams.oracle.occupancy_oracle` over :meth:`events` (malformed records
+        included; the oracle drops them as the pipeline does).
+        """
+        return occupancy_oracle(
+            self.events(),
+            self.site.ap_location,
+            self.site.location_ids,
+            tick_s=tick_s,
+            validity_s=validity_s,
+            lateness_s=self.lateness_s if lateness_s is None else lateness_s,
+            max_future_s=max_future_s,
+            ticks=None if ticks is None else np.asarray(list(ticks), float),
+        )
+
+    def write_jsonl(self, path: str | os.PathLike[str], *, presence: bool = True,
+                    progress: bool = False) -> Path:
+        """Write the stream to ``path`` (JSONL) and the truth to ``<stem>.truth.json``.
+
+        Returns:
+            The path of the truth sidecar.
+        """
+        path = Path(path)
+        bar = _bar(len(self), "writing", progress)
+        with path.open("w", encoding="utf-8") as f:
+            buf = []
+            for line in self.lines():
+                buf.append(line)
+                if len(buf) >= 10_000:
+                    f.write("\n".join(buf) + "\n")
+                    bar.update(len(buf))
+                    buf.clear()
+            if buf:
+                f.write("\n".join(buf) + "\n")
+                bar.update(len(buf))
+        bar.close()
+        truth_path = truth_path_for(path)
+        truth = dict(self.truth)
+        if presence:
+            p = self._presence
+            truth["presence"] = {
+                "columns": ["device", "location", "start_ts", "end_ts"],
+                "rows": [list(r) for r in zip(p["device"].tolist(), p["location"].tolist(),
+                                              p["start_ts"].tolist(), p["end_ts"].tolist(),
+                                              strict=True)],
+            }
+        truth_path.write_text(json.dumps(truth, indent=None, separators=(",", ":")) + "\n")
+        return truth_path
+
+
+def truth_path_for(path: str | os.PathLike[str]) -> Path:
+    """``x.jsonl`` → ``x.truth.json`` (the ground-truth sidecar)."""
+    p = Path(path)
+    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.stem
+    return p.with_name(f"{stem}.truth.json")
+
+
+def _bar(total: int, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ev", unit_scale=True, disable=not enabled,
+                leave=False)
+
+
+def _median_classroom(plan: BuildingPlan) -> int | None:
+    rooms = sorted(plan.by_kind.get("classroom", []), key=lambda i: (plan.cap[i], i))
+    return rooms[len(rooms) // 2] if rooms else None
+
+
+def simulate(
+    site: Site | str | os.PathLike[str],
+    *,
+    days: float = 7.0,
+    seed: int = 0,
+    start: datetime | float | str | None = None,
+    scenarios: Scenarios | Iterable[str] | None = None,
+    scale: float = 1.0,
+    lateness_s: float = DEFAULT_LATENESS_S,
+    max_future_s: float = DEFAULT_MAX_FUTURE_S,
+    progress: bool = False,
+) -> Simulation:
+    """Simulate WiFi connectivity events of a building (or campus).
+
+    Args:
+        site: a :class:`~streams.buildings.Site`, or a building name/path for
+            :func:`~streams.buildings.load_site` (``"dbh"``, ``"campus"``).
+        days: simulated duration in days (> 0; fractions allowed).
+        seed: the seed; same seed and arguments → identical output.
+        start: first instant (datetime, ISO string or epoch seconds; naive = UTC).
+            Default Monday 2026-01-05 00:00 UTC.
+        scenarios: a :class:`Scenarios`, names from :data:`SCENARIO_NAMES`, or None
+            for the defaults (over-capacity, broken AP, weekly meeting; no malformed).
+        scale: population multiplier (1.0 ≈ the thesis' volume for ``dbh``).
+        lateness_s: the pipeline's allowed lateness (sizes the too-late records).
+        max_future_s: the pipeline's allowed lead (sizes the far-future records).
+        progress: show a progress bar on stderr.
+
+    Returns:
+        The :class:`Simulation`.
+    """
+    days = check_positive("days", days)
+    scale = check_positive("scale", scale)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError(f"seed must be a non-negative integer, not {seed!r}")
+    if scenarios is None:
+        scen = Scenarios()
+    elif isinstance(scenarios, Scenarios):
+        scen = scenarios
+    else:
+        scen = Scenarios.from_names(scenarios)
+    if not isinstance(site, Site):
+        site = load_site(site)
+    t_start = _start_ts(start)
+    midnight = math.floor(t_start / DAY_S) * DAY_S
+    w0 = t_start - midnight  # window in seconds since the first midnight
+    w1 = w0 + days * DAY_S
+    n_days = int(math.ceil(w1 / DAY_S))
+    weekday0 = datetime.fromtimestamp(midnight, UTC).weekday()
+
+    loc_index = site.location_index
+    aps_sorted = sorted(range(len(site.aps)), key=lambda i: (loc_index[site.aps[i].location], i))
+    ap_ids = [site.aps[i].id for i in aps_sorted]
+    ap_loc = np.array([loc_index[site.aps[i].location] for i in aps_sorted], np.int64)
+    n_loc = len(site.location_ids)
+    ap_count = np.bincount(ap_loc, minlength=n_loc).astype(np.int64)
+    ap_first = np.concatenate([[0], np.cumsum(ap_count)[:-1]]).astype(np.int64)
+
+    root = np.random.SeedSequence(int(seed))
+    children = root.spawn(len(site.buildings) + 1)
+    mal_seq = children[-1]
+    scen_records: list[dict[str, Any]] = []
+
+    def in_window(t0: float, t1: float) -> bool:
+        return w0 <= t0 and t1 <= w1
+
+    def record(kind: str, **kw: Any) -> None:
+        scen_records.append({"type": kind, **kw})
+
+    plans = []
+    bar = _bar(len(site.buildings) * n_days, "planning", progress)
+    bar.unit, bar.unit_scale = "day", False
+    for b_i, building in enumerate(site.buildings):
+        plan = BuildingPlan(site, building, children[b_i], scale)
+        plans.append(plan)
+        if scen.overcapacity:
+            lounges = sorted(plan.by_kind.get("lounge", []) or plan.by_kind.get("public", []),
+                             key=lambda i: (plan.cap[i], i))
+            picks = [(_median_classroom(plan), min(2, n_days - 1), 15.0, 60.0),
+                     (lounges[0] if lounges else None, min(3, n_days - 1), 10.0, 30.0)]
+            for loc, day, hour, minutes in picks:
+                if loc is None:
+                    continue
+                t0 = day * DAY_S + hour * HOUR_S
+                t1 = t0 + minutes * MIN_S
+                if not in_window(t0, t1):
+                    continue
+                size = crowd_size(plan.cap[loc], scen.overcapacity_factor)
+                plan.add_crowd(loc, t0, t1, size)
+                record("overcapacity", location=site.location_ids[loc], building=building.id,
+                       capacity=plan.cap[loc], devices=size,
+                       start_ts=midnight + t0, end_ts=midnight + t1)
+        forced_by_day: dict[int, dict[int, list[tuple[float, float, int]]]] = {}
+        if scen.weekly_meeting and plan.meetings:
+            room = plan.meetings[0]
+            members = [pid for pid, p in enumerate(plan.persons) if p.role == "faculty"][:8]
+            for d in range(n_days):
+                if (weekday0 + d) % 7 == 1 and members:
+                    t0, t1 = d * DAY_S + 10 * HOUR_S, d * DAY_S + 11 * HOUR_S
+                    forced_by_day[d] = {pid: [(t0, t1, room)] for pid in members}
+                    if in_window(t0, t1):
+                        record("weekly_meeting", location=site.location_ids[room],
+                               building=building.id, attendees=len(members),
+                               start_ts=midnight + t0, end_ts=midnight + t1)
+        for d in range(n_days):
+            plan.plan_day(d, (weekday0 + d) % 7, forced_by_day.get(d, {}))
+            bar.update(1)
+    bar.close()
+
+    broken: tuple[int, float] | None = None
+    if scen.broken_ap:
+        plan = plans[0]
+        singles = sorted(i for i in plan.by_kind.get("classroom", []) if ap_count[i] == 1)
+        cands = singles or sorted(plan.loc_idx)
+        t_b = min(1, n_days - 1) * DAY_S + 12 * HOUR_S
+        if not w0 <= t_b < w1:
+            t_b = (w0 + w1) / 2
+        ap_i = int(ap_first[cands[0]])
+        broken = (ap_i, t_b)
+        record("broken_ap", ap=ap_ids[ap_i], location=site.location_ids[cands[0]],
+               building=site.buildings[0].id, start_ts=midnight + t_b, end_ts=midnight + w1)
+
+    # ---- events, device by device
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "ap", "rssi", "mac", "delay")}
+    pres: dict[str, list[np.ndarray]] = {k: [] for k in ("mac", "loc", "s", "e")}
+    macs: list[str] = []
+    roles: dict[str, int] = {}
+    n_dev = 0
+    for plan in plans:
+        for p in plan.persons:
+            roles[p.role] = roles.get(p.role, 0) + 1
+        for dev in plan.devices:
+            number = n_dev
+            n_dev += 1
+            if not dev.stays:
+                continue
+            rng = np.random.Generator(np.random.PCG64(dev.seq))
+            st = np.array(dev.stays, dtype=np.float64)
+            keep = (st[:, 2] > w0) & (st[:, 1] < w1)
+            st = st[keep]
+            if len(st) == 0:
+                continue
+            loc = st[:, 0].astype(np.int64)
+            t, ap, rssi, stay, delay = stay_events(
+                rng, loc, st[:, 1], st[:, 2], dev.interval_s, ap_first, ap_count,
+                offset_max_s=dev.offset_max_s)
+            if dev.randomised:
+                first = len(macs)
+                macs.extend(random_mac(rng) for _ in range(len(st)))
+                mac_of_stay = np.arange(first, first + len(st))
+            else:
+                macs.append(device_mac(number, OUIS[int(rng.integers(len(OUIS)))]))
+                mac_of_stay = np.full(len(st), len(macs) - 1)
+            cols["t"].append(t)
+            cols["ap"].append(ap)
+            cols["rssi"].append(rssi)
+            cols["mac"].append(mac_of_stay[stay])
+            cols["delay"].append(delay)
+            pres["mac"].append(mac_of_stay)
+            pres["loc"].append(loc)
+            pres["s"].append(np.maximum(st[:, 1], w0))
+            pres["e"].append(np.minimum(st[:, 2], w1))
+    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    t = cat["t"]
+    keep = (t >= w0) & (t < w1)
+    if broken is not None:
+        keep &= ~((cat["ap"] == broken[0]) & (t >= broken[1]))
+    t = t[keep]
+    ts_ms = np.rint((midnight + t) * 1000.0).astype(np.int64)
+    arrival = ts_ms / 1000.0 + cat["delay"][keep]
+    mac_col = cat["mac"][keep].astype(np.int64)
+    order = np.lexsort((mac_col, ts_ms, arrival))
+    c = {
+        "ts_ms": ts_ms[order],
+        "arrival": arrival[order],
+        "mac": mac_col[order],
+        "ap": cat["ap"][keep].astype(np.int64)[order],
+        "rssi": cat["rssi"][keep].astype(np.int64)[order],
+    }
+
+    # ---- malformed records
+    malformed: list[tuple[int, dict[str, Any], str]] = []
+    n = len(ts_ms)
+    if scen.malformed_rate > 0 and n > MALFORMED_WARMUP:
+        rng = np.random.Generator(np.random.PCG64(mal_seq))
+        k = int(round(scen.malformed_rate * n))
+        pos = np.sort(rng.integers(MALFORMED_WARMUP, n + 1, size=k))
+        clock = np.maximum.accumulate(c["ts_ms"]) / 1000.0
+        for p in pos.tolist():
+            kind = MALFORMED_KINDS[int(rng.integers(len(MALFORMED_KINDS)))]
+            j = int(rng.integers(p))
+            rec = malformed_record(
+                kind, rng, device=macs[int(c["mac"][j])], ap=ap_ids[int(c["ap"][j])],
+                clock_s=float(clock[p - 1]), lateness_s=lateness_s, max_future_s=max_future_s)
+            malformed.append((p, rec, kind))
+    # stream index of each malformed record = its insertion position + records before it
+    mal_truth = [[p + i, kind] for i, (p, _, kind) in enumerate(malformed)]
+
+    pm = np.concatenate(pres["mac"]) if pres["mac"] else np.zeros(0, np.int64)
+    presence = {
+        "device": np.array([macs[i] for i in pm.tolist()], dtype=object),
+        "location": np.array([site.location_ids[i] for i in
+                              (np.concatenate(pres["loc"]).tolist() if pres["loc"] else [])],
+                             dtype=object),
+        "start_ts": (midnight + np.concatenate(pres["s"])) if pres["s"] else np.zeros(0),
+        "end_ts": (midnight + np.concatenate(pres["e"])) if pres["e"] else np.zeros(0),
+    }
+    truth = {
+        "site": site.id,
+        "source": site.source,
+        "seed": int(seed),
+        "start_ts": midnight + w0,
+        "end_ts": midnight + w1,
+        "days": days,
+        "scale": scale,
+        "lateness_s": lateness_s,
+        "max_future_s": max_future_s,
+        "scenario_settings": asdict(scen),
+        "scenarios": scen_records,
+        "n_records": n + len(malformed),
+        "n_valid": n,
+        "n_devices": len(set(macs)),
+        "population": roles,
+        "malformed": mal_truth,
+    }
+    return Simulation(site, midnight + w0, midnight + w1, truth, c, macs, ap_ids, malformed,
+                      presence, lateness_s)
