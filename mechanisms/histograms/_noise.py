@@ -4,35 +4,26 @@ Every function here SPENDS privacy budget (it is called with the ε it spends);
 everything else in the package is deterministic post-processing of its outputs.
 
 Randomness: callers pass ``rng: np.random.Generator | None``; ``None`` means the
-project's CSPRNG-seeded generator from :mod:`mechanisms.noise` (engineer B's module);
-until that module exists, a generator seeded from :func:`secrets.randbits` (OS CSPRNG).
+project's CSPRNG-seeded generator (:func:`mechanisms.noise.resolve_rng`).
 
-Floating-point caveat (ALGORITHMS.md "Noise and accounting"): ``Generator.laplace``
-is a floating-point sampler, open to precision attacks (Mironov 2012). The releases
-of this package are analysis outputs; the release CLI rounds published values, which
-does not by itself remove that caveat (documented in the release metadata).
+Samplers (ALGORITHMS.md "Noise and accounting"): with ``discrete=True`` the noise is
+the exact discrete Laplace of :func:`mechanisms.noise.discrete_laplace` — the sampler
+for releases that leave the system: measurements of *integer* counts (cells, bin
+sums, tree nodes) plus discrete Laplace(Δ/ε) are ε-DP with no floating-point
+precision attack (Mironov 2012), and everything computed from them afterwards (WAF,
+AHP averages, least squares) is post-processing. ``discrete=False`` (continuous
+``Generator.laplace``) is for experiments and benchmarks, and for DAWA's interval
+costs, which are real-valued and never released (only the argmin partition is).
 """
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 
 from mechanisms.errors import check_positive
+from mechanisms.noise import discrete_laplace, resolve_rng
 
 __all__ = ["resolve_rng", "laplace_noise", "noisy_values"]
-
-
-def resolve_rng(rng: np.random.Generator | None) -> np.random.Generator:
-    """Return ``rng`` or, when ``None``, the project's CSPRNG-seeded generator."""
-    if rng is not None:
-        return rng
-    try:  # engineer B's module; fall back until it lands
-        from mechanisms.noise import default_rng as project_default_rng
-    except ImportError:
-        return np.random.Generator(np.random.PCG64(secrets.randbits(128)))
-    return project_default_rng()
 
 
 def laplace_noise(
@@ -40,17 +31,23 @@ def laplace_noise(
     size: int | tuple[int, ...],
     *,
     rng: np.random.Generator | None = None,
+    discrete: bool = False,
 ) -> np.ndarray:
-    """NOISE DRAWING: i.i.d. Laplace(0, ``scale``) samples of shape ``size``."""
+    """NOISE DRAWING: i.i.d. Laplace(0, ``scale``) samples of shape ``size``.
+
+    ``discrete=True`` draws the exact discrete Laplace (integer-valued) instead.
+    """
     gen = resolve_rng(rng)
     if np.isscalar(scale):
         check_positive("scale", float(scale))
+    if discrete:
+        return np.asarray(discrete_laplace(scale, size, rng=gen), dtype=np.float64)
     return gen.laplace(0.0, scale, size=size)
 
 
 def noisy_values(
     values: np.ndarray, epsilon: float, *, sensitivity: float = 1.0,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | None = None, discrete: bool = False,
 ) -> np.ndarray:
     """NOISE DRAWING: Laplace mechanism (SORTaki Def. II.4), ``values + Lap(Δ/ε)``.
 
@@ -60,4 +57,4 @@ def noisy_values(
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     v = np.asarray(values, dtype=np.float64)
-    return v + laplace_noise(sensitivity / epsilon, v.shape, rng=rng)
+    return v + laplace_noise(sensitivity / epsilon, v.shape, rng=rng, discrete=discrete)

@@ -42,11 +42,12 @@ __all__ = [
 
 
 def measure_bin_sums(x: np.ndarray, partition: Partition, eps_f: float, *,
-                     rng: np.random.Generator | None = None) -> np.ndarray:
+                     rng: np.random.Generator | None = None, discrete: bool = False
+                     ) -> np.ndarray:
     """NOISE DRAWING: every bin's sum + Lap(1/ε_f) (parallel composition over bins)."""
     eps_f = check_positive("eps_f", eps_f)
     sums = partition.bin_sums(x)
-    return sums + laplace_noise(1.0 / eps_f, sums.shape, rng=rng)
+    return sums + laplace_noise(1.0 / eps_f, sums.shape, rng=rng, discrete=discrete)
 
 
 def ahp_finalize(partition: Partition, noisy_sums: np.ndarray) -> np.ndarray:
@@ -115,7 +116,8 @@ def greedy_level_weights(usage: np.ndarray) -> np.ndarray:
 
 
 def measure_tree(bin_sums: np.ndarray, weights: np.ndarray, epsilon: float, *,
-                 rng: np.random.Generator | None = None) -> list[np.ndarray]:
+                 rng: np.random.Generator | None = None, discrete: bool = False
+                 ) -> list[np.ndarray]:
     """NOISE DRAWING: noisy node sums per level, level l with budget ``w_l·ε``.
 
     Returns:
@@ -132,7 +134,8 @@ def measure_tree(bin_sums: np.ndarray, weights: np.ndarray, epsilon: float, *,
     level = leaves
     for w in weights:
         if w > 0:
-            out.append(level + laplace_noise(1.0 / (w * epsilon), level.shape, rng=rng))
+            out.append(level + laplace_noise(1.0 / (w * epsilon), level.shape, rng=rng,
+                                             discrete=discrete))
         else:
             out.append(np.zeros(0))
         level = level.reshape(-1, 2).sum(axis=1) if len(level) > 1 else level

@@ -58,9 +58,14 @@ class KdRelease:
 
 
 def cell_based_release(x: np.ndarray, epsilon: float, *, sensitivity: float = 1.0,
-                       rng: np.random.Generator | None = None) -> np.ndarray:
-    """NOISE DRAWING — Alg. 1: every cell + Lap(GS/ε) (ε-DP, Thm 4.1)."""
-    return noisy_values(np.asarray(x, np.float64), epsilon, sensitivity=sensitivity, rng=rng)
+                       rng: np.random.Generator | None = None, discrete: bool = False
+                       ) -> np.ndarray:
+    """NOISE DRAWING — Alg. 1: every cell + Lap(GS/ε) (ε-DP, Thm 4.1).
+
+    ``discrete=True``: exact discrete Laplace (integer counts leaving the system).
+    """
+    return noisy_values(np.asarray(x, np.float64), epsilon, sensitivity=sensitivity, rng=rng,
+                        discrete=discrete)
 
 
 def usefulness_accuracy(n_cells: int, epsilon: float, delta: float, *,
@@ -157,8 +162,8 @@ def _box_slices(box: Box) -> tuple[slice, ...]:
 
 
 def kd_tree_release(x: np.ndarray, epsilon: float, *, xi0: float = math.inf,
-                    xi1: float | None = None, rng: np.random.Generator | None = None
-                    ) -> KdRelease:
+                    xi1: float | None = None, rng: np.random.Generator | None = None,
+                    discrete: bool = False) -> KdRelease:
     """NOISE DRAWING — Alg. 2 (two-step kd-tree), ε-DP (Thm 4.3).
 
     Args:
@@ -168,14 +173,16 @@ def kd_tree_release(x: np.ndarray, epsilon: float, *, xi0: float = math.inf,
         xi1: heterogeneity threshold ξ₁ (None → noise-scaled default, see
             :func:`kd_tree_partition`).
         rng: noise source.
+        discrete: exact discrete Laplace for both measurements (integer counts).
     """
     epsilon = check_positive("epsilon", epsilon)
     x = np.asarray(x, np.float64)
     half = epsilon / 2.0
-    d_c = cell_based_release(x, half, rng=rng)  # step 2
+    d_c = cell_based_release(x, half, rng=rng, discrete=discrete)  # step 2
     boxes = kd_tree_partition(d_c, xi0, xi1, epsilon_cells=half)  # step 3 (post-processing)
     counts = np.array([x[_box_slices(b)].sum() for b in boxes])
-    noisy_counts = counts + laplace_noise(1.0 / half, counts.shape, rng=rng)  # step 5
+    noisy_counts = counts + laplace_noise(1.0 / half, counts.shape, rng=rng,
+                                          discrete=discrete)  # step 5
     est = np.empty_like(x)
     for b, c in zip(boxes, noisy_counts, strict=True):
         sl = _box_slices(b)

@@ -173,9 +173,10 @@ class HistogramRelease:
 
 
 def basic_initializer(x: np.ndarray, eps_in: float, *,
-                      rng: np.random.Generator | None = None) -> np.ndarray:
+                      rng: np.random.Generator | None = None, discrete: bool = False
+                      ) -> np.ndarray:
     """NOISE DRAWING — basic Initializer, SORTaki Alg. 1: ``f_i + Lap(1/ε_in)``."""
-    return noisy_values(x, eps_in, rng=rng)
+    return noisy_values(x, eps_in, rng=rng, discrete=discrete)
 
 
 def ahp_threshold(n: int, eps_in: float) -> float:
@@ -222,7 +223,8 @@ def _ranges_to_bins(partition: Partition, lo: np.ndarray, hi: np.ndarray
 def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | None = None,
                workload: tuple[np.ndarray, np.ndarray] | None = None, dpp: str = "auto",
                dpp_full_max_n: int = 4096, dawa_dyadic: bool = True, xi: float | None = None,
-               rng: np.random.Generator | None = None) -> HistogramRelease:
+               discrete: bool = False, rng: np.random.Generator | None = None
+               ) -> HistogramRelease:
     """Run one configuration: SORTaki Alg. 2 (no sorting) or Alg. 3 (with sorting).
 
     Args:
@@ -235,6 +237,8 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
         dpp_full_max_n: domain size above which "auto" uses the restricted DPP.
         dawa_dyadic: DAWA's partitioner over 2^k-size bins only (else all intervals).
         xi: DPCube variance threshold (None → 2/ε_in², or AHP threshold for t-configs).
+        discrete: exact discrete Laplace for every count measurement (integer ``x``;
+            for releases that leave the system), else continuous Laplace.
         rng: noise source (None → project CSPRNG); every draw comes from it.
 
     Returns:
@@ -250,16 +254,19 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
     n = len(flat)
     if n == 0:
         raise InvalidParameterError("x must not be empty")
+    if discrete and not np.array_equal(flat, np.round(flat)):
+        raise InvalidParameterError("discrete noise needs integer counts in x")
     shares = cfg.shares(gamma_in)
     eps_in, eps_p, eps_f = shares.split(epsilon)
     params = {"gamma_in": shares.gamma_in, "gamma_p": shares.gamma_p, "gamma_f": shares.gamma_f}
 
     if cfg.partitioner == "none" and not cfg.sort:  # Identity
-        est = noisy_values(flat, epsilon, rng=gen)
+        est = noisy_values(flat, epsilon, rng=gen, discrete=discrete)
         return HistogramRelease(cfg.name, est.reshape(shape), epsilon, 0.0, 0.0, epsilon,
                                 Partition.singletons(n), params)
 
-    noisy = basic_initializer(flat, eps_in, rng=gen) if eps_in > 0 else np.zeros(0)
+    noisy = (basic_initializer(flat, eps_in, rng=gen, discrete=discrete) if eps_in > 0
+             else np.zeros(0))
     y_init = noisy
     if cfg.threshold:
         xi_t = ahp_threshold(n, eps_in)
@@ -280,12 +287,13 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
         else:
             usage = np.zeros(fin._height(k) + 1)
         weights = fin.greedy_level_weights(usage)
-        levels = fin.measure_tree(partition.bin_sums(flat), weights, eps_f, rng=gen)
+        levels = fin.measure_tree(partition.bin_sums(flat), weights, eps_f, rng=gen,
+                                  discrete=discrete)
         sums = fin.tree_least_squares(levels, weights, eps_f, k)
         est = fin.ahp_finalize(partition, sums)
         params["level_weights"] = [round(float(w), 4) for w in weights]
     else:
-        sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen)
+        sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen, discrete=discrete)
         if cfg.finalizer == "waf":
             # WAF mixes the *un-thresholded* initializer output (unbiased, eq. 1)
             est = fin.waf_finalize(partition, noisy, sums, eps_in, eps_f)

@@ -217,3 +217,14 @@ def test_two_dimensional_input_is_flattened_and_reshaped() -> None:
     x = np.random.default_rng(0).poisson(4, (6, 8)).astype(float)
     r = release_histogram("DAWA", x, 1.0, rng=np.random.default_rng(0))
     assert r.estimate.shape == (6, 8)
+
+
+@pytest.mark.parametrize("name", ["Identity", "sDWF", "DAWA", "DPC"])
+def test_discrete_noise_releases(name: str) -> None:
+    x = np.random.default_rng(0).poisson(4, 64).astype(float)
+    r = release_histogram(name, x, 1.0, discrete=True, rng=np.random.default_rng(3))
+    assert np.all(np.isfinite(r.estimate))
+    if name == "Identity":  # integer counts + integer noise
+        assert np.array_equal(r.estimate, np.round(r.estimate))
+    with pytest.raises(InvalidParameterError, match="integer"):
+        release_histogram(name, x + 0.5, 1.0, discrete=True)
