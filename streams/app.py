@@ -1,0 +1,320 @@
+"""The Faust application: observe/presence → occupancy → release agents → Redis.
+
+Agents (DESIGN.md "Flow"; the per-stage logic is in :mod:`streams.pipeline`):
+
+``presence`` on ``wifi.observations`` (raw bytes, keyed by MAC, P partitions shared by
+the workers): validation + DLQ, AP → location, HMAC and TTL-salt pseudonyms, presence
+per device; when a partition's watermark passes a tick it sends its partial counts to
+``occupancy.partial``. Raw MACs stop here.
+
+``occupancy`` on ``occupancy.partial`` (1 partition, so one worker at a time): sums the
+partials of all P partitions, finalises ticks in order, sends the true counts to
+``occupancy.true`` (internal), runs the release mechanisms and MIDE, sends
+``occupancy.released`` / ``alerts.firecode`` / ``privacy.ledger`` and fills Redis.
+
+Exactly-once releases on an at-least-once log (Tansu has no transactions): both agents
+batch with ``stream.take_events`` and, after each batch, (1) send their outputs and wait
+until the broker has them, (2) checkpoint their state *with the last input offset it
+includes* to Redis (a compare-and-set that never moves backwards), and only then
+(3) let Faust ack the batch, so committed offsets never pass the checkpoint. After a
+crash, restart or rebalance a stage reloads the checkpoint and skips records at or
+below its offset; everything after is replayed deterministically (noise from
+``keyed_rng(secret, mechanism, tick, …)``), so no tick is skipped, none is released
+with different values, no device is counted twice. Faust's wall-clock
+``on_window_close`` is not used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from streams import redis_layout as rl
+from streams.buildings import Site, load_site
+from streams.cache import CacheWriter
+from streams.pipeline.identity import pseudonymizer, ttl_step
+from streams.pipeline.occupancy import OccupancyState
+from streams.pipeline.presence import PartitionState, StageConfig
+from streams.pipeline.release import Releaser, release_record
+from streams.settings import Settings
+
+log = logging.getLogger("occustream.pipeline")
+
+#: Topics of the pipeline and their partition counts for given settings.
+def pipeline_topics(s: Settings) -> dict[str, int]:
+    """Topic name (with prefix) → partitions, for :func:`streams.services.create_topics`."""
+    return {
+        s.topic("wifi.observations"): s.partitions,
+        s.topic("wifi.observations.dlq"): 1,
+        s.topic("occupancy.partial"): 1,
+        s.topic("occupancy.true"): 1,
+        s.topic("occupancy.released"): 1,
+        s.topic("alerts.firecode"): 1,
+        s.topic("privacy.ledger"): 1,
+    }
+
+
+_CAS = """
+local cur = redis.call('HGET', KEYS[1], 'offset')
+if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'offset', ARGV[1], 'data', ARGV[2])
+return 1
+"""
+
+
+class Pipeline:
+    """Per-worker runtime of the agents (state in memory, checkpoints in Redis)."""
+
+    def __init__(self, settings: Settings, site: Site, app: faust.App) -> None:
+        self.s = settings
+        self.site = site
+        self.app = app
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.cfg = StageConfig(
+            ap_location=dict(site.ap_location), location_index=dict(site.location_index),
+            tick_s=settings.tick_s, validity_s=settings.validity_s,
+            lateness_s=settings.lateness_s, max_future_s=settings.max_future_s,
+            ttl_s=settings.ttl_s, secret=settings.secret,
+            track_ttl="ttl" in settings.mechanisms,
+        )
+        self.pseudonym = pseudonymizer(settings.secret)
+        self.releaser = Releaser(settings, site)
+        self.presence: dict[int, PartitionState] = {}
+        self.occupancy: OccupancyState | None = None
+        self._redis: Any = None
+        self._cache: CacheWriter | None = None
+        self._cas: Any = None
+        self.events_in = 0
+        self.ticks_out = 0
+        self.started = time.monotonic()
+        self.last_tick: float | None = None
+        self.latency: list[float] = []
+
+    # ---- services -------------------------------------------------------------------
+    async def redis(self) -> Any:
+        """The async Redis client (created in the running event loop)."""
+        if self._redis is None:
+            import redis.asyncio as aredis
+
+            self._redis = aredis.Redis.from_url(self.s.redis_url)
+            self._cas = self._redis.register_script(_CAS)
+            self._cache = CacheWriter(
+                self._redis, self.site.location_ids, tick_s=self.s.tick_s,
+                retention_ticks=self.s.retention_ticks, eval_mode=self.s.eval_mode)
+            await self._cache.write_meta(
+                {m: self.releaser.meta(m) for m in self.releaser.mechanisms})
+        return self._redis
+
+    @property
+    def cache(self) -> CacheWriter:
+        """The Redis cache writer (after :meth:`redis` was awaited once)."""
+        if self._cache is None:
+            raise RuntimeError("the Redis client is not connected yet")
+        return self._cache
+
+    async def _load(self, stage: str, partition: int) -> bytes | None:
+        r = await self.redis()
+        return await r.hget(rl.state_key(self.s.app_id, stage, partition), "data")
+
+    async def _save(self, stage: str, partition: int, offset: int, data: bytes) -> None:
+        await self.redis()
+        await self._cas(keys=[rl.state_key(self.s.app_id, stage, partition)],
+                        args=[offset, data])
+
+    # ---- presence -------------------------------------------------------------------
+    async def _presence_state(self, p: int, first_offset: int) -> PartitionState:
+        st = self.presence.get(p)
+        if st is not None and st.offset + 1 >= first_offset:
+            return st
+        data = await self._load("presence", p)
+        st = PartitionState.from_bytes(data) if data else PartitionState(p)
+        if data:
+            log.info("presence partition %d: resumed from checkpoint at offset %d", p, st.offset)
+        self.presence[p] = st
+        return st
+
+    async def presence_batch(self, events: list[Any], partial_topic: Any,
+                             dlq_topic: Any) -> None:
+        """Process one batch of ``wifi.observations`` events (all partitions mixed)."""
+        by_p: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
+        for ev in events:
+            m = ev.message
+            by_p[m.partition].append((m.offset, m.value))
+        touched = []
+        for p, recs in by_p.items():
+            recs.sort()
+            st = await self._presence_state(p, recs[0][0])
+            res = st.process(recs, self.cfg, self.pseudonym,
+                             ttl_step if self.cfg.track_ttl else None)
+            self.events_in += res.processed
+            for d in res.dlq:
+                await dlq_topic.send(value=d)
+            for part in res.partials:
+                key = str(int(part.tick) if part.tick.is_integer() else part.tick).encode()
+                await partial_topic.send(
+                    key=key, value=part.to_json(self.s.partitions, self.site.id))
+            touched.append((st, bool(res.dlq)))
+        await self.app.producer.flush()
+        for st, dlq in touched:
+            await self._save("presence", st.partition, st.offset, st.to_bytes())
+            if dlq:
+                await self.cache.write_dlq_counts(self.s.app_id, st.partition, st.dlq_counts)
+
+    # ---- occupancy + release ---------------------------------------------------------
+    async def occupancy_batch(self, events: list[Any], topics: dict[str, Any]) -> None:
+        """Process a batch of partials; release every tick that became final."""
+        recs = sorted((ev.message.offset, ev.message.value) for ev in events)
+        if not recs:
+            return
+        p = events[0].message.partition
+        st = self.occupancy
+        if st is None or st.offset + 1 < recs[0][0]:
+            data = await self._load("occupancy", p)
+            st = OccupancyState.from_bytes(data) if data else OccupancyState()
+            if data:
+                log.info("occupancy: resumed from checkpoint at offset %d (tick %s)",
+                         st.offset, st.next_tick)
+            self.occupancy = st
+        final = st.process(recs, self.s.tick_s)
+        if not final:
+            await self._save("occupancy", p, st.offset, st.to_bytes())
+            return
+        await self.redis()
+        outputs = []
+        for ft in final:
+            states = {m: st.get_mech(m) for m in self.releaser.mechanisms}
+            out, new_states = self.releaser.run(ft.tick, ft.counts, ft.ttl, states)
+            for m, b in new_states.items():
+                if b is not None:
+                    st.set_mech(m, b)
+            outputs.append((ft, out))
+            done = await self.cache.done(out)
+            tk = str(int(ft.tick)).encode()
+            if not done:
+                await topics["true"].send(key=tk, value=json.dumps(
+                    {"tick": ft.tick, "site": self.site.id,
+                     "counts": dict(zip(self.site.location_ids, ft.counts, strict=False))}
+                ).encode())
+                for rel in out.releases:
+                    for loc, v in zip(self.site.location_ids, rel.values, strict=False):
+                        await topics["released"].send(key=f"{rel.mechanism}:{loc}".encode(),
+                                                      value=release_record(rel, loc, v))
+                for alert in out.alerts:
+                    await topics["alerts"].send(key=alert["location"].encode(),
+                                                value=json.dumps(alert).encode())
+                for rec in out.ledger:
+                    await topics["ledger"].send(key=rec["mechanism"].encode(),
+                                                value=json.dumps(rec).encode())
+        await self.app.producer.flush()
+        for ft, out in outputs:
+            await self.cache.write_tick(out, ft.counts if self.s.eval_mode else None)
+            self.ticks_out += 1
+            self.last_tick = ft.tick
+        await self._save("occupancy", p, st.offset, st.to_bytes())
+
+    # ---- health ---------------------------------------------------------------------
+    async def health(self) -> dict[str, Any]:
+        """A health/lag line (also written to Redis ``health:{app_id}``)."""
+        lag: dict[str, int] = {}
+        try:
+            consumer = self.app.consumer
+            for tp in consumer.assignment():
+                hw = consumer.highwater(tp)
+                pos = self.presence.get(tp.partition) if "observations" in tp.topic else None
+                off = pos.offset + 1 if pos else None
+                if hw is not None and off is not None:
+                    lag[f"{tp.topic}:{tp.partition}"] = max(int(hw) - off, 0)
+        except Exception:  # noqa: BLE001 - metrics never break the worker
+            pass
+        wms = {p: st.watermark(self.s.lateness_s) for p, st in self.presence.items()}
+        h = {
+            "worker": self.worker_id,
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "events_in": self.events_in,
+            "events_per_s": round(self.events_in / max(time.monotonic() - self.started, 1e-9)),
+            "ticks_released": self.ticks_out,
+            "last_tick": self.last_tick,
+            "watermarks": wms,
+            "lag": lag,
+            "partitions": sorted(self.presence),
+        }
+        try:
+            r = await self.redis()
+            await r.hset(rl.health(self.s.app_id), self.worker_id, json.dumps(h))
+        except Exception:  # noqa: BLE001
+            log.warning("health: Redis unavailable")
+        return h
+
+
+def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, Pipeline]:
+    """Create the Faust app and its agents for ``settings``."""
+    site = site or load_site(settings.site)
+    if not settings.kafka_bootstrap or not settings.redis_url:
+        from mechanisms.errors import ConfigError
+
+        raise ConfigError("kafka_bootstrap and redis_url are required (KAFKA_BOOTSTRAP, "
+                          "REDIS_URL, or run `occustream demo`)")
+    data_dir = settings.data_dir or tempfile.mkdtemp(prefix=f"occustream-{settings.app_id}-")
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    app = faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.kafka_bootstrap}",
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        processing_guarantee="at_least_once",
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=settings.heartbeat_s,
+        broker_commit_interval=1.0,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=settings.web_port > 0,
+        web_port=settings.web_port or 6066,
+        web_bind="127.0.0.1",
+        datadir=data_dir,
+        topic_partitions=settings.partitions,
+        topic_disable_leader=True,
+        stream_buffer_maxsize=max(settings.batch_max * 2, 4096),
+        broker_max_poll_records=settings.batch_max,
+        producer_linger_ms=5,
+        producer_max_batch_size=1 << 20,
+        logging_config=None,
+    )
+    pipe = Pipeline(settings, site, app)
+    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
+           "value_serializer": "raw"}
+    t_obs = app.topic(settings.topic("wifi.observations"), partitions=settings.partitions, **raw)
+    t_dlq = app.topic(settings.topic("wifi.observations.dlq"), partitions=1, **raw)
+    t_partial = app.topic(settings.topic("occupancy.partial"), partitions=1, **raw)
+    outs = {
+        "true": app.topic(settings.topic("occupancy.true"), partitions=1, **raw),
+        "released": app.topic(settings.topic("occupancy.released"), partitions=1, **raw),
+        "alerts": app.topic(settings.topic("alerts.firecode"), partitions=1, **raw),
+        "ledger": app.topic(settings.topic("privacy.ledger"), partitions=1, **raw),
+    }
+
+    @app.agent(t_obs, name="presence")
+    async def presence(stream: Any) -> None:
+        async for events in stream.take_events(settings.batch_max,
+                                               within=settings.batch_within_s):
+            await pipe.presence_batch(list(events), t_partial, t_dlq)
+
+    @app.agent(t_partial, name="occupancy")
+    async def occupancy(stream: Any) -> None:
+        async for events in stream.take_events(1000, within=0.05):
+            await pipe.occupancy_batch(list(events), outs)
+
+    @app.timer(interval=settings.metrics_interval_s)
+    async def metrics() -> None:
+        h = await pipe.health()
+        log.info("health %s", json.dumps(h, default=str))
+
+    return app, pipe

@@ -1,0 +1,152 @@
+"""The cache writer: fills the Redis read model (streams/redis_layout.py) per final tick.
+
+Redis is the read model; Kafka is the log of record. Writes are idempotent so a replay
+after a crash changes nothing: per (mechanism, tick) the values are the same (replay-safe
+noise), hash/sorted-set writes of equal members are no-ops, and the non-idempotent parts
+(ledger entries, ε spent, baseline accumulation, alert stream entries) run in one
+MULTI/EXEC transaction together with adding the tick to ``occ:{mech}:done``, and are
+skipped when the tick is already there.
+
+Only released values, public parameters, alerts without ex-post ε and the internal
+ledger are written. True counts go to ``eval:true:*`` only in evaluation mode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from streams import redis_layout as rl
+from streams.pipeline.release import TickOutput
+
+log = logging.getLogger(__name__)
+
+ALERTS_MAXLEN = 10000
+LEDGER_MAXLEN = 1_000_000
+
+
+def _tick_json(tick: float) -> int | float:
+    return int(tick) if float(tick).is_integer() else float(tick)
+
+
+def _day(tick: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(tick))
+
+
+class CacheWriter:
+    """Writes released ticks to Redis (``redis.asyncio`` client)."""
+
+    def __init__(self, client: Any, locations: Sequence[str], *, tick_s: float,
+                 retention_ticks: int, eval_mode: bool = False) -> None:
+        self.r = client
+        self.locations = list(locations)
+        self.tick_s = tick_s
+        self.retention_s = retention_ticks * tick_s
+        self.eval_mode = eval_mode
+
+    async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
+        """Publish each mechanism's public parameters (``occ:{mech}:meta``)."""
+        pipe = self.r.pipeline(transaction=False)
+        for mech, meta in metas.items():
+            pipe.hset(rl.meta(mech), mapping={k: json.dumps(v) for k, v in meta.items()})
+        await pipe.execute()
+
+    async def done(self, out: TickOutput) -> bool:
+        """Whether every release of this tick was already written (a replay)."""
+        tj = _tick_json(out.tick)
+        mechs = [rel.mechanism for rel in out.releases] + (["mide"] if out.alerts or any(
+            r["mechanism"] == "mide" for r in out.ledger) else [])
+        pipe = self.r.pipeline(transaction=False)
+        for m in mechs:
+            pipe.sismember(rl.release_done(m), tj)
+        return bool(mechs) and all(await pipe.execute())
+
+    async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
+        """Write one final tick: releases, baselines, ledger, alerts (idempotent)."""
+        tick = out.tick
+        tj = _tick_json(tick)
+        slot = rl.slot_of(tick, self.tick_s)
+        day = _day(tick)
+        mechs = [rel.mechanism for rel in out.releases]
+        pipe = self.r.pipeline(transaction=False)
+        for m in [*mechs, "mide"]:
+            pipe.sismember(rl.release_done(m), tj)
+        done = dict(zip([*mechs, "mide"], await pipe.execute(), strict=True))
+        # baselines need the current accumulators of the slot
+        pipe = self.r.pipeline(transaction=False)
+        for rel in out.releases:
+            pipe.hmget(rl.baseline(rel.mechanism),
+                       [rl.baseline_field(loc, slot) for loc in self.locations])
+        current = await pipe.execute()
+
+        tx = self.r.pipeline(transaction=True)
+        for rel, cur in zip(out.releases, current, strict=True):
+            mech = rel.mechanism
+            latest: dict[str, str] = {}
+            for loc, v in zip(self.locations, rel.values, strict=False):
+                doc = json.dumps({"tick": tj, "value": v})
+                latest[loc] = doc
+                key = rl.series(mech, loc)
+                tx.zadd(key, {doc: tick})
+                tx.zremrangebyscore(key, "-inf", f"({tick - self.retention_s}")
+            tx.hset(rl.latest(mech), mapping=latest)
+            tx.zadd(rl.ticks(mech), {str(tj): tick})
+            tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")
+            if not done[mech]:
+                tx.sadd(rl.release_done(mech), tj)
+                tx.hset(rl.baseline(mech), mapping=_baseline_update(
+                    self.locations, slot, rel.values, cur))
+        for rec in out.ledger:
+            mech = rec["mechanism"]
+            if done.get(mech, False):
+                continue
+            tx.xadd(rl.LEDGER_STREAM, {"data": json.dumps(rec)}, maxlen=LEDGER_MAXLEN,
+                    approximate=True)
+            tx.hincrbyfloat(rl.ledger_spent(day), mech, float(rec["epsilon"]))
+        if not done["mide"] and any(r["mechanism"] == "mide" for r in out.ledger):
+            tx.sadd(rl.release_done("mide"), tj)
+            for alert in out.alerts:
+                data = json.dumps({**alert, "tick": tj})
+                tx.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN,
+                        approximate=True)
+                tx.publish(rl.ALERTS_CHANNEL, data)
+        if self.eval_mode and true_counts is not None:
+            for loc, v in zip(self.locations, true_counts, strict=False):
+                tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
+        for mech in mechs:
+            tx.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": tj}))
+        await tx.execute()
+
+    async def write_dlq_counts(self, app_id: str, partition: int,
+                               counts: Mapping[str, int]) -> None:
+        """Absolute DLQ counters of one partition (replay-safe)."""
+        if counts:
+            await self.r.hset(rl.dlq_counts(app_id),
+                              mapping={f"p{partition}:{k}": v for k, v in counts.items()})
+
+
+def _baseline_update(locations: Sequence[str], slot: int, values: Sequence[float],
+                     current: Sequence[bytes | str | None]) -> dict[str, str]:
+    """New ``{mu, sigma, n}`` per (location, slot) after adding one released value.
+
+    Post-processing of released values only (no budget). Running sums s1, s2 are kept
+    beside μ and σ so the update is O(1).
+    """
+    out = {}
+    for loc, v, cur in zip(locations, values, current, strict=False):
+        n, s1, s2 = 0, 0.0, 0.0
+        if cur:
+            try:
+                d = json.loads(cur)
+                n, s1, s2 = int(d["n"]), float(d["s1"]), float(d["s2"])
+            except (ValueError, KeyError, TypeError):
+                pass
+        n, s1, s2 = n + 1, s1 + v, s2 + v * v
+        mu = s1 / n
+        sigma = max(s2 / n - mu * mu, 0.0) ** 0.5
+        out[rl.baseline_field(loc, slot)] = json.dumps(
+            {"mu": mu, "sigma": sigma, "n": n, "s1": s1, "s2": s2})
+    return out

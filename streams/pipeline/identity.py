@@ -1,0 +1,72 @@
+"""Device identities for the observe stage: keyed HMAC and TTL-salt pseudonyms.
+
+Thin adapters over :mod:`mechanisms.pseudonym` (the mechanisms library owns the
+constructions). The MAC → HMAC pseudonym map is memoised in process memory (the
+observe stage is the only place raw MACs exist; the cache is never persisted).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from mechanisms.pseudonym import TTL_GUARANTEE, TtlSaltState, hmac_pseudonym, ttl_pseudonym
+from streams.schema import Observation
+
+__all__ = ["TTL_GUARANTEE", "TTLIdentity", "pseudonymizer", "ttl_step", "state_from_json",
+           "state_to_json", "salt_start"]
+
+CACHE_SIZE = 1 << 18
+
+
+def pseudonymizer(secret: bytes) -> Callable[[str], str]:
+    """Keyed pseudonymizer MAC → pseudonym (HMAC-SHA256, never an unkeyed hash)."""
+
+    @functools.lru_cache(maxsize=CACHE_SIZE)
+    def pseudo(mac: str) -> str:
+        return hmac_pseudonym(secret, mac)
+
+    return pseudo
+
+
+def ttl_step(secret: bytes, mac: str, ts: float, state: TtlSaltState | None,
+             ttl_s: float) -> tuple[str, TtlSaltState]:
+    """TTL-salt pseudonym of one observation and the device's new salt state.
+
+    The salt of a device expires ``ttl_s`` seconds after it was first used; the next
+    observation after that gets a fresh salt, so a long stay is counted under several
+    pseudonyms (thesis §4.2.2). No formal privacy guarantee (:data:`TTL_GUARANTEE`).
+    The sequence is a pure function of the device's observations in arrival order, so
+    replays reproduce it.
+    """
+    return ttl_pseudonym(secret, mac, ts, state, ttl_s)
+
+
+def state_to_json(state: TtlSaltState) -> list[float]:
+    """Compact JSON form of a salt state for checkpoints."""
+    return [state.salt_counter, state.salt_started_ts]
+
+
+def state_from_json(v: Any) -> TtlSaltState:
+    """Inverse of :func:`state_to_json`."""
+    return TtlSaltState(int(v[0]), float(v[1]))
+
+
+def salt_start(state: TtlSaltState) -> float:
+    """Event time at which the device's current salt was first used."""
+    return state.salt_started_ts
+
+
+class TTLIdentity:
+    """Stateful ``identity`` for :func:`streams.oracle.occupancy_oracle` (TTL counts)."""
+
+    def __init__(self, secret: bytes, ttl_s: float) -> None:
+        self.secret, self.ttl_s = secret, ttl_s
+        self.state: dict[str, TtlSaltState] = {}
+
+    def __call__(self, obs: Observation) -> str:
+        pid, self.state[obs.device] = ttl_step(
+            self.secret, obs.device, obs.ts, self.state.get(obs.device), self.ttl_s
+        )
+        return pid

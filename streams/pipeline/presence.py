@@ -1,0 +1,280 @@
+"""observe + presence for one partition of ``wifi.observations`` (DESIGN.md "Flow").
+
+``wifi.observations`` is keyed by device MAC, so all observations of a device are in
+one partition, in arrival order. The pseudonym (HMAC or TTL-salt) is a function of the
+MAC and of that device's own history, so a device's presence can be kept in the same
+partition that receives it: observe and presence run fused per input partition, and no
+repartition hop (``presence.events``) is needed. Raw MACs live only inside
+:meth:`PartitionState.process` for the duration of one record; the state, the
+checkpoints, the partials and the DLQ hold pseudonyms or redacted text only.
+
+Semantics are exactly :mod:`streams.oracle`'s, applied to the partition's records in
+offset order:
+
+* validation with :func:`streams.schema.validate` and one :class:`EventClock` per
+  partition (far-future / too-late relative to this partition's clock);
+* a device is present at tick ``t`` at the location of its latest admitted
+  observation with ``ts ≤ t`` (ties: the later offset) iff ``t − ts < validity_s``;
+* tick ``t`` is final for the partition when its watermark (max ts − lateness) is
+  strictly above ``t``; the partition then emits its *partial* count vector for ``t``.
+  The occupancy stage sums the partials of all partitions (:mod:`.occupancy`).
+
+Exactly-once: the state records the last input offset it incorporates
+(:attr:`PartitionState.offset`); records at or below it are skipped, so replaying the
+log after a crash from any committed offset ≤ the checkpoint reproduces the same
+state and the same partials (the whole function is deterministic in offset order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import zlib
+from bisect import insort
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.pipeline.identity import state_from_json, state_to_json
+from streams.schema import EventClock, Invalid, decode, validate
+
+_MAC_LIKE = re.compile(r"(?i)(?:[0-9a-f]{2}[:\-.]?){5}[0-9a-f]{2}")
+REDACTED = "<redacted>"
+MAX_RAW_CHARS = 2000
+
+
+def redact(raw: bytes | str) -> str:
+    """The record as text with anything MAC-like removed (for the DLQ).
+
+    A JSON object has its ``device`` field replaced whatever its content (a bad MAC
+    may still identify a device); other text has MAC-shaped substrings replaced.
+    """
+    obj = decode(raw)
+    if isinstance(obj, dict):
+        if "device" in obj:
+            obj = dict(obj)
+            obj["device"] = REDACTED
+        try:
+            text = json.dumps(obj, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = str(obj)
+    else:
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return _MAC_LIKE.sub(REDACTED, text)[:MAX_RAW_CHARS]
+
+
+@dataclass
+class Partial:
+    """Partial counts of one partition at one final tick."""
+
+    tick: float
+    partition: int
+    first_tick: float
+    counts: list[int]
+    ttl: list[int]
+
+    def to_json(self, partitions: int, site: str) -> bytes:
+        """Record value for ``occupancy.partial``."""
+        return json.dumps(
+            {"tick": self.tick, "partition": self.partition, "partitions": partitions,
+             "first_tick": self.first_tick, "site": site,
+             "counts": self.counts, "ttl": self.ttl},
+            separators=(",", ":"),
+        ).encode()
+
+
+@dataclass
+class BatchResult:
+    """What one batch produced: DLQ records and partials of newly final ticks."""
+
+    dlq: list[bytes] = field(default_factory=list)
+    partials: list[Partial] = field(default_factory=list)
+    processed: int = 0
+    skipped: int = 0
+
+
+@dataclass
+class StageConfig:
+    """The parameters the presence stage needs (from :class:`streams.settings.Settings`)."""
+
+    ap_location: dict[str, str]
+    location_index: dict[str, int]
+    tick_s: float
+    validity_s: float
+    lateness_s: float
+    max_future_s: float
+    ttl_s: float
+    secret: bytes
+    track_ttl: bool = True
+
+
+@dataclass
+class PartitionState:
+    """Presence state of one input partition (JSON-serialisable for checkpoints).
+
+    Attributes:
+        partition: the input partition.
+        offset: last input offset incorporated (−1: none).
+        max_ts: the partition's event clock (max admitted event time).
+        min_ts: earliest admitted event time (fixes the first tick).
+        next_k: index of the next tick to finalise (tick = k · tick_s).
+        first_k: index of the first tick this partition reports.
+        devices: pseudonym → observations ``[ts, offset, location index]`` sorted,
+            pruned to the latest one at or before the last final tick plus later ones.
+        ttl_devices: the same per TTL-salt pseudonym.
+        ttl_state: HMAC pseudonym → TTL salt state.
+        dlq_counts: DLQ reason → count.
+    """
+
+    partition: int
+    offset: int = -1
+    max_ts: float | None = None
+    min_ts: float | None = None
+    next_k: int | None = None
+    first_k: int | None = None
+    devices: dict[str, list[list[float]]] = field(default_factory=dict)
+    ttl_devices: dict[str, list[list[float]]] = field(default_factory=dict)
+    ttl_state: dict[str, Any] = field(default_factory=dict)
+    dlq_counts: dict[str, int] = field(default_factory=dict)
+
+    # ---- serialisation -------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Compressed JSON snapshot."""
+        d = {k: getattr(self, k) for k in (
+            "partition", "offset", "max_ts", "min_ts", "next_k", "first_k",
+            "devices", "ttl_devices", "dlq_counts")}
+        d["ttl_state"] = {k: state_to_json(v) for k, v in self.ttl_state.items()}
+        return zlib.compress(json.dumps(d, separators=(",", ":")).encode(), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PartitionState:
+        """Inverse of :meth:`to_bytes`."""
+        d = json.loads(zlib.decompress(data))
+        d["ttl_state"] = {k: state_from_json(v) for k, v in d.get("ttl_state", {}).items()}
+        return cls(**d)
+
+    # ---- processing ----------------------------------------------------------------
+    def process(
+        self,
+        records: Iterable[tuple[int, bytes]],
+        cfg: StageConfig,
+        pseudonym: Callable[[str], str],
+        ttl_step: Callable[[bytes, str, float, Any, float], tuple[str, Any]] | None = None,
+    ) -> BatchResult:
+        """Process ``(offset, value)`` records of this partition in offset order.
+
+        Records at or below :attr:`offset` are skipped (already in the state). After
+        the records, every tick the watermark has passed is finalised.
+        """
+        out = BatchResult()
+        clock = EventClock(cfg.lateness_s, cfg.max_future_s, self.max_ts)
+        ap_location, loc_index = cfg.ap_location, cfg.location_index
+        devices, ttl_devices, ttl_state = self.devices, self.ttl_devices, self.ttl_state
+        dlq_counts = self.dlq_counts
+        track_ttl = cfg.track_ttl and ttl_step is not None
+        secret, ttl_s = cfg.secret, cfg.ttl_s
+        min_ts = self.min_ts
+        last = self.offset
+        now = time.time()
+        for off, raw in records:
+            if off <= last:
+                out.skipped += 1
+                continue
+            last = off
+            out.processed += 1
+            obs = validate(raw, ap_location, clock)
+            if isinstance(obs, Invalid):
+                kind = obs.kind
+                dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
+                out.dlq.append(json.dumps(
+                    {"raw": redact(raw), "reason": obs.reason, "ts_received": now},
+                    separators=(",", ":")).encode())
+                continue
+            ts = obs.ts
+            if min_ts is None or ts < min_ts:
+                min_ts = ts
+            li = loc_index.get(obs.location, -1)
+            entry = [ts, off, li]
+            pid = pseudonym(obs.device)
+            lst = devices.get(pid)
+            if lst is None:
+                devices[pid] = [entry]
+            elif lst[-1][0] <= ts:
+                lst.append(entry)
+            else:
+                insort(lst, entry)
+            if track_ttl:
+                tid, ttl_state[pid] = ttl_step(secret, obs.device, ts, ttl_state.get(pid), ttl_s)
+                tl = ttl_devices.get(tid)
+                if tl is None:
+                    ttl_devices[tid] = [entry]
+                elif tl[-1][0] <= ts:
+                    tl.append(entry)
+                else:
+                    insort(tl, entry)
+        self.offset = last
+        self.max_ts = clock.max_ts
+        self.min_ts = min_ts
+        out.partials = self._finalise(cfg, track_ttl)
+        return out
+
+    def watermark(self, lateness_s: float) -> float | None:
+        """Max event time − allowed lateness (None before the first event)."""
+        return None if self.max_ts is None else self.max_ts - lateness_s
+
+    def _finalise(self, cfg: StageConfig, track_ttl: bool) -> list[Partial]:
+        wm = self.watermark(cfg.lateness_s)
+        if wm is None or self.min_ts is None:
+            return []
+        tick_s = cfg.tick_s
+        if self.next_k is None:
+            self.first_k = self.next_k = math.ceil(self.min_ts / tick_s)
+        n_loc = len(cfg.location_index)
+        out = []
+        while self.next_k * tick_s < wm:
+            t = self.next_k * tick_s
+            counts = _count(self.devices, t, cfg.validity_s, n_loc)
+            ttl = _count(self.ttl_devices, t, cfg.validity_s, n_loc) if track_ttl else []
+            out.append(Partial(t, self.partition, self.first_k * tick_s, counts, ttl))
+            self.next_k += 1
+        if out:
+            horizon = self.next_k * tick_s  # the next tick to finalise
+            _prune(self.devices, horizon, cfg.validity_s)
+            if track_ttl:
+                _prune(self.ttl_devices, horizon, cfg.validity_s)
+                # ttl_state is kept: the salt counter must keep counting, or a
+                # returning device would reuse an old pseudonym
+        return out
+
+
+def _count(devices: dict[str, list[list[float]]], t: float, validity_s: float,
+           n_loc: int) -> list[int]:
+    counts = [0] * n_loc
+    for lst in devices.values():
+        # latest observation with ts <= t (ties: later offset, i.e. later in the list)
+        for i in range(len(lst) - 1, -1, -1):
+            e = lst[i]
+            if e[0] <= t:
+                if t - e[0] < validity_s and e[2] >= 0:
+                    counts[int(e[2])] += 1
+                break
+    return counts
+
+
+def _prune(devices: dict[str, list[list[float]]], horizon: float, validity_s: float) -> None:
+    """Drop what can no longer matter for ticks ≥ ``horizon``."""
+    dead = []
+    for pid, lst in devices.items():
+        base = -1
+        for i in range(len(lst) - 1, -1, -1):
+            if lst[i][0] < horizon:
+                base = i
+                break
+        if base > 0:
+            del lst[:base]
+        if len(lst) == 1 and horizon - lst[0][0] >= validity_s:
+            dead.append(pid)
+    for pid in dead:
+        del devices[pid]

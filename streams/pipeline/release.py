@@ -1,0 +1,201 @@
+"""Release agents and MIDE alerts for one final tick (DESIGN.md "release agents", "mide").
+
+Every noisy draw comes from ``keyed_rng(secret, mechanism, tick, "all")`` (counter
+based, :mod:`mechanisms.noise`): replaying a tick after a crash or a rebalance draws the
+same noise, so a tick is never released twice with different values and never spends
+its budget twice. Stateful mechanisms (PeGaSus) keep their state as bytes in the
+occupancy stage's checkpoint, so the whole release sequence is a deterministic
+function of the true counts and the secret.
+
+The mechanisms themselves live in :mod:`mechanisms` (pure numpy); this module only
+adapts them to the tick loop. A mechanism whose library module is not installed is
+reported once and skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mechanisms.noise import keyed_rng
+from streams.buildings import Site
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+UNIT = "event-level (device, tick)"
+
+
+@dataclass
+class Release:
+    """Released values of one mechanism at one tick (public)."""
+
+    mechanism: str
+    tick: float
+    values: list[float]
+    epsilon: float
+    extra: dict[str, list[float]] = field(default_factory=dict)  # e.g. floor/building
+
+
+@dataclass
+class TickOutput:
+    """Everything a final tick produces: releases, alerts, ledger records."""
+
+    tick: float
+    releases: list[Release]
+    alerts: list[dict[str, Any]]
+    ledger: list[dict[str, Any]]
+
+
+def _optional(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+class Releaser:
+    """Runs the configured release mechanisms and MIDE for each final tick."""
+
+    def __init__(self, settings: Settings, site: Site) -> None:
+        self.s = settings
+        self.site = site
+        self.locations = list(site.location_ids)
+        self.capacities = np.asarray(site.capacities, dtype=float)
+        self._mechs: dict[str, Callable[[np.ndarray, float, bytes | None],
+                                        tuple[Release, bytes | None]]] = {}
+        for name in settings.mechanisms:
+            self._mechs[name] = getattr(self, f"_{name}", None)  # ttl: counts as is
+        self._mide = _optional("mechanisms.mide") if settings.mide else None
+        if settings.mide and (self._mide is None or not hasattr(self._mide, "decide")):
+            log.warning("MIDE alerts disabled: mechanisms.mide.decide is not available")
+            self._mide = None
+        self._laplace_mod = _optional("mechanisms.laplace")
+        self._pegasus_mod = _optional("mechanisms.pegasus")
+        self._hier_mod = _optional("mechanisms.hierarchical")
+        for name, mod in (("pegasus", self._pegasus_mod), ("hpegasus", self._hier_mod)):
+            if name in self._mechs and mod is None:
+                log.warning("mechanism %s disabled: its library module is not available", name)
+                del self._mechs[name]
+
+    @property
+    def mechanisms(self) -> list[str]:
+        """The mechanisms actually running."""
+        return list(self._mechs)
+
+    def meta(self, name: str) -> dict[str, Any]:
+        """Public parameters of a mechanism (for ``occ:{mech}:meta``)."""
+        s = self.s
+        m: dict[str, Any] = {"mechanism": name, "tick_s": s.tick_s, "unit": UNIT,
+                             "site": self.site.id}
+        if name == "ttl":
+            m.update(guarantee="none (no formal guarantee)", ttl_s=s.ttl_s, epsilon=0)
+        else:
+            m.update(epsilon=s.epsilon_of(name), noise="discrete Laplace")
+        if name in ("pegasus", "hpegasus"):
+            m.update(smoother=s.pegasus_smoother, perturb_share=0.8)
+        return m
+
+    # ---- per tick -------------------------------------------------------------------
+    def run(self, tick: float, counts: list[int], ttl: list[int],
+            states: dict[str, bytes | None]) -> tuple[TickOutput, dict[str, bytes | None]]:
+        """Release every mechanism for one final tick; return output and new states."""
+        c = np.asarray(counts, dtype=np.int64)
+        releases, ledger, new_states = [], [], {}
+        for name, fn in self._mechs.items():
+            if name == "ttl":
+                rel, st = Release("ttl", tick, [float(v) for v in (ttl or counts)], 0.0), None
+            else:
+                rel, st = fn(c, tick, states.get(name))
+            new_states[name] = st
+            releases.append(rel)
+            ledger.append(self._ledger(name, tick, rel.epsilon))
+        alerts: list[dict[str, Any]] = []
+        if self._mide is not None:
+            alerts, eps = self._alerts(c, tick)
+            ledger.append(self._ledger("mide", tick, eps))
+        return TickOutput(tick, releases, alerts, ledger), new_states
+
+    def _ledger(self, mech: str, tick: float, eps: float) -> dict[str, Any]:
+        return {"mechanism": mech, "tick": tick, "epsilon": eps, "unit": UNIT,
+                "scope": f"site:{self.site.id}",
+                "guarantee": "none (no formal guarantee)" if mech == "ttl" else "pure DP"}
+
+    def _laplace(self, c: np.ndarray, tick: float, state: bytes | None
+                 ) -> tuple[Release, bytes | None]:
+        eps = self.s.laplace_epsilon
+        rng = keyed_rng(self.s.secret, "laplace", tick, "all")
+        if self._laplace_mod is not None and hasattr(self._laplace_mod, "laplace_release"):
+            vals = self._laplace_mod.laplace_release(c, eps, rng=rng)
+        else:
+            from mechanisms.noise import discrete_laplace
+            vals = c + discrete_laplace(1.0 / eps, size=c.shape, rng=rng)
+        return Release("laplace", tick, [float(v) for v in np.asarray(vals)], eps), None
+
+    def _pegasus(self, c: np.ndarray, tick: float, state: bytes | None
+                 ) -> tuple[Release, bytes | None]:
+        mod, eps = self._pegasus_mod, self.s.pegasus_epsilon
+        cfg = mod.PegasusConfig(eps, smoother=self.s.pegasus_smoother)
+        st = _load(state) if state is not None else mod.initialize(len(c), cfg)
+        rng = keyed_rng(self.s.secret, "pegasus", tick, "all")
+        st, vals = mod.update(st, c, cfg, rng=rng)
+        return Release("pegasus", tick, [float(v) for v in np.asarray(vals)], eps), _dump(st)
+
+    def _hpegasus(self, c: np.ndarray, tick: float, state: bytes | None
+                  ) -> tuple[Release, bytes | None]:
+        mod, eps = self._hier_mod, self.s.hpegasus_epsilon
+        rng = keyed_rng(self.s.secret, "hpegasus", tick, "all")
+        tree = _tree(self.site)
+        cfg = mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother) if hasattr(
+            mod, "HierarchicalConfig") else None
+        st = _load(state) if state is not None else mod.initialize(tree, cfg)
+        st, vals = mod.update(st, c, cfg, rng=rng)
+        v = np.asarray(getattr(vals, "leaves", vals), dtype=float)[: len(c)]
+        return Release("hpegasus", tick, [float(x) for x in v], eps), _dump(st)
+
+    def _alerts(self, c: np.ndarray, tick: float) -> tuple[list[dict[str, Any]], float]:
+        s = self.s
+        thresholds = self.capacities * s.capacity_factor
+        rng = keyed_rng(s.secret, "mide", tick, "all")
+        res = self._mide.decide(c, thresholds, algorithm=s.mide_algorithm, beta=s.mide_beta,
+                                alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng)
+        if bool(np.any(getattr(res, "denied", False))):
+            return [], 0.0
+        positive = np.flatnonzero(np.asarray(res.positive, dtype=bool))
+        alerts = [
+            {"tick": tick, "location": self.locations[i],
+             "capacity": int(self.site.capacities[i]),
+             "algorithm": s.mide_algorithm, "beta": s.mide_beta}
+            for i in positive
+        ]
+        return alerts, float(getattr(res, "epsilon_spent", s.mide_epsilon_max))
+
+
+def _tree(site: Site) -> Any:
+    return site.hierarchy()
+
+
+def _dump(state: Any) -> bytes:
+    if hasattr(state, "to_bytes"):
+        return b"B" + state.to_bytes()
+    return b"P" + pickle.dumps(state)
+
+
+def _load(data: bytes) -> Any:
+    # states are written by this process family only (internal checkpoint store)
+    if data[:1] == b"P":
+        return pickle.loads(data[1:])  # noqa: S301 - internal, trusted store
+    raise ValueError("unknown mechanism state encoding")
+
+
+def release_record(rel: Release, location: str, value: float) -> bytes:
+    """Record value for ``occupancy.released``."""
+    return json.dumps({"tick": rel.tick, "location": location, "mechanism": rel.mechanism,
+                       "value": value, "epsilon": rel.epsilon}, separators=(",", ":")).encode()

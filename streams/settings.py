@@ -1,0 +1,343 @@
+"""One settings object for the pipeline: defaults ← config file ← environment ← CLI.
+
+:class:`Settings` is built once at start (:func:`load_settings`) and validated there;
+any problem raises :class:`~mechanisms.errors.ConfigError` with a one-line message that
+names the setting and its source. Nothing is read at import time.
+
+Sources, later ones win:
+
+1. the defaults below;
+2. a config file (``--config x.toml`` / ``x.json`` or ``OCCUSTREAM_CONFIG``): a flat
+   table whose keys are the field names (``tick_s = 300``);
+3. environment variables ``OCCUSTREAM_<FIELD>`` (upper case), plus the service
+   selectors ``KAFKA_BOOTSTRAP`` and ``REDIS_URL``;
+4. command-line options (``--tick-s 300``; see :func:`add_arguments`).
+
+The secret for pseudonyms and replay-safe noise comes from ``OCCUSTREAM_SECRET`` or the
+file named by ``OCCUSTREAM_SECRET_FILE`` (``--secret-file``); only demo mode may fall
+back to a built-in development secret, and says so loudly. The secret never appears in
+:meth:`Settings.public` or in log lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from mechanisms.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Release mechanisms the pipeline knows (name → what it is).
+MECHANISMS = {
+    "laplace": "discrete Laplace per (tick, location)",
+    "pegasus": "PeGaSus, flat over locations",
+    "hpegasus": "PeGaSus, hierarchical building → floor → location",
+    "ttl": "TTL-salt pseudonym counts (no formal guarantee)",
+}
+MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
+DEV_SECRET = b"occustream-dev-secret-NOT-FOR-PRODUCTION"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated pipeline configuration (see the module docstring for the sources)."""
+
+    site: str = "dbh"
+    kafka_bootstrap: str = ""
+    redis_url: str = ""
+    app_id: str = "occustream"
+    topic_prefix: str = ""
+    partitions: int = 4
+    tick_s: float = 300.0
+    validity_s: float = 600.0
+    lateness_s: float = 60.0
+    max_future_s: float = 3600.0
+    mechanisms: tuple[str, ...] = ("laplace", "pegasus", "hpegasus", "ttl")
+    laplace_epsilon: float = 1.0
+    pegasus_epsilon: float = 1.0
+    pegasus_smoother: str = "average"
+    hpegasus_epsilon: float = 1.0
+    ttl_s: float = 1800.0
+    mide: bool = True
+    mide_algorithm: str = "tslm"
+    mide_beta: float = 0.05
+    mide_alpha: float = 5.0
+    mide_epsilon_max: float = 1.0
+    capacity_factor: float = 1.0
+    budget_epsilon_tick: float = 5.0
+    budget_epsilon_day: float = 0.0
+    eval_mode: bool = False
+    retention_ticks: int = 2016
+    batch_max: int = 20000
+    batch_within_s: float = 0.2
+    session_timeout_s: float = 6.0
+    heartbeat_s: float = 1.0
+    web_port: int = 0
+    data_dir: str = ""
+    metrics_interval_s: float = 10.0
+    secret_file: str = ""
+    demo: bool = False
+    secret: bytes = field(default=b"", repr=False, compare=False)
+
+    # ---- derived -------------------------------------------------------------------
+    def topic(self, name: str) -> str:
+        """Full topic name with the configured prefix."""
+        return f"{self.topic_prefix}{name}"
+
+    @property
+    def ticks_per_day(self) -> float:
+        """Ticks in one day (for the per-day budget)."""
+        return 86400.0 / self.tick_s
+
+    def epsilon_of(self, mech: str) -> float:
+        """ε per tick of a release mechanism (0 for the TTL chain: no formal guarantee)."""
+        return {
+            "laplace": self.laplace_epsilon,
+            "pegasus": self.pegasus_epsilon,
+            "hpegasus": self.hpegasus_epsilon,
+        }.get(mech, 0.0)
+
+    def epsilon_per_tick(self) -> float:
+        """ε spent per tick by all configured DP releases (sequential composition)."""
+        total = sum(self.epsilon_of(m) for m in self.mechanisms)
+        return total + (self.mide_epsilon_max if self.mide else 0.0)
+
+    def public(self) -> dict[str, Any]:
+        """Settings safe to log or publish (no secret, no secret path)."""
+        d = asdict(self)
+        d.pop("secret", None)
+        d.pop("secret_file", None)
+        d["mechanisms"] = list(self.mechanisms)
+        return d
+
+
+_FIELDS = {f.name: f for f in fields(Settings) if f.name != "secret"}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    default = getattr(Settings, name, None)
+    try:
+        if name == "mechanisms":
+            if isinstance(value, str):
+                items = [v.strip() for v in value.split(",") if v.strip()]
+            elif isinstance(value, list | tuple):
+                items = [str(v).strip() for v in value]
+            else:
+                raise TypeError
+            return tuple(items)
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            s = str(value).strip().lower()
+            if s in {"1", "true", "yes", "on"}:
+                return True
+            if s in {"0", "false", "no", "off", ""}:
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if isinstance(default, float):
+            v = float(value)
+            if not math.isfinite(v):
+                raise ValueError
+            return v
+        return str(value)
+    except (TypeError, ValueError):
+        kind = "a comma-separated list" if name == "mechanisms" else type(default).__name__
+        raise ConfigError(f"{name} ({source}) must be {kind}, not {value!r}") from None
+
+
+def _read_config_file(path: str) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config file {path}: not valid {p.suffix[1:] or 'JSON'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: must be a table of settings")
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s) {unknown}")
+    return data
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config`` and one ``--<field>`` option per setting to ``parser``."""
+    parser.add_argument("--config", help="TOML or JSON file of settings (env OCCUSTREAM_CONFIG)")
+    group = parser.add_argument_group("pipeline settings (env OCCUSTREAM_<NAME>)")
+    for name, f in _FIELDS.items():
+        opt = "--" + name.replace("_", "-")
+        default = f.default if f.default is not None else None
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        group.add_argument(opt, dest=f"set_{name}", default=None, metavar=name.upper(),
+                           help=f"(default {shown!r})")
+
+
+def load_settings(
+    args: argparse.Namespace | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    demo: bool = False,
+) -> Settings:
+    """Build and validate the settings from config file, environment and CLI.
+
+    Args:
+        args: parsed CLI arguments from a parser prepared by :func:`add_arguments`.
+        env: environment (default ``os.environ``).
+        overrides: programmatic values applied last (tests, the demo).
+        demo: demo mode: a built-in development secret is allowed (with a warning).
+
+    Raises:
+        ConfigError: on any invalid value, with a one-line message.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    cfg_path = (getattr(args, "config", None) if args else None) or env.get("OCCUSTREAM_CONFIG")
+    if cfg_path:
+        for k, v in _read_config_file(cfg_path).items():
+            values[k], sources[k] = v, f"config file {cfg_path}"
+    for name in _FIELDS:
+        key = f"OCCUSTREAM_{name.upper()}"
+        if key in env:
+            values[name], sources[name] = env[key], f"env {key}"
+    if env.get("KAFKA_BOOTSTRAP") and "kafka_bootstrap" not in sources:
+        values["kafka_bootstrap"], sources["kafka_bootstrap"] = env["KAFKA_BOOTSTRAP"], "env"
+    if env.get("REDIS_URL") and "redis_url" not in sources:
+        values["redis_url"], sources["redis_url"] = env["REDIS_URL"], "env"
+    if args is not None:
+        for name in _FIELDS:
+            v = getattr(args, f"set_{name}", None)
+            if v is not None:
+                values[name], sources[name] = v, "--" + name.replace("_", "-")
+    for k, v in (overrides or {}).items():
+        if k not in _FIELDS:
+            raise ConfigError(f"unknown setting {k!r}")
+        values[k], sources[k] = v, "override"
+    if demo:
+        values["demo"], sources["demo"] = True, "demo"
+    coerced = {k: _coerce(k, v, sources[k]) for k, v in values.items()}
+    s = replace(Settings(), **coerced)
+    s = replace(s, secret=_load_secret(s, env))
+    validate(s, sources)
+    return s
+
+
+def _load_secret(s: Settings, env: Mapping[str, str]) -> bytes:
+    path = s.secret_file or env.get("OCCUSTREAM_SECRET_FILE", "")
+    if path:
+        try:
+            secret = Path(path).read_bytes().strip()
+        except OSError as exc:
+            raise ConfigError(f"secret file {path}: cannot read: {exc.strerror}") from None
+        if len(secret) < 16:
+            raise ConfigError(f"secret file {path}: the secret must have >= 16 bytes")
+        return secret
+    value = env.get("OCCUSTREAM_SECRET", "")
+    if value:
+        if len(value) < 16:
+            raise ConfigError("OCCUSTREAM_SECRET must have >= 16 characters")
+        return value.encode()
+    if s.demo:
+        log.warning(
+            "!!! DEMO MODE: using the built-in development secret for pseudonyms and noise. "
+            "Anyone with this source code can re-identify devices. Set OCCUSTREAM_SECRET "
+            "or OCCUSTREAM_SECRET_FILE for real data. !!!"
+        )
+        return DEV_SECRET
+    raise ConfigError(
+        "no secret: set OCCUSTREAM_SECRET or OCCUSTREAM_SECRET_FILE (or run `occustream demo`)"
+    )
+
+
+def _positive(s: Settings, name: str, sources: Mapping[str, str]) -> None:
+    v = getattr(s, name)
+    if not v > 0:
+        where = sources.get(name, "default")
+        raise ConfigError(f"{name} ({where}) must be > 0, not {v!r}")
+
+
+def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
+    """Check every setting; raise ConfigError naming the first bad one."""
+    src = dict(sources or {})
+    for name in ("tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
+                 "mide_alpha", "mide_epsilon_max", "capacity_factor", "budget_epsilon_tick",
+                 "retention_ticks", "batch_max", "batch_within_s", "session_timeout_s",
+                 "heartbeat_s", "metrics_interval_s"):
+        _positive(s, name, src)
+    if s.lateness_s < 0:
+        raise ConfigError(f"lateness_s must be >= 0, not {s.lateness_s!r}")
+    if s.heartbeat_s >= s.session_timeout_s:
+        raise ConfigError(
+            f"heartbeat_s ({s.heartbeat_s:g}) must be below session_timeout_s "
+            f"({s.session_timeout_s:g})"
+        )
+    unknown = [m for m in s.mechanisms if m not in MECHANISMS]
+    if unknown:
+        raise ConfigError(f"mechanisms: unknown {unknown}; choose from {sorted(MECHANISMS)}")
+    if len(set(s.mechanisms)) != len(s.mechanisms):
+        raise ConfigError(f"mechanisms: listed twice in {list(s.mechanisms)}")
+    for m in s.mechanisms:
+        if m != "ttl" and not s.epsilon_of(m) > 0:
+            raise ConfigError(f"{m}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
+    if s.pegasus_smoother not in ("average", "median", "js"):
+        raise ConfigError(
+            f"pegasus_smoother must be average, median or js, not {s.pegasus_smoother!r}"
+        )
+    if s.mide_algorithm not in MIDE_ALGORITHMS:
+        raise ConfigError(
+            f"mide_algorithm must be one of {list(MIDE_ALGORITHMS)}, not {s.mide_algorithm!r}"
+        )
+    if not 0 < s.mide_beta < 0.5:
+        raise ConfigError(f"mide_beta must be in (0, 0.5), not {s.mide_beta!r}")
+    if s.budget_epsilon_day < 0:
+        raise ConfigError(f"budget_epsilon_day must be >= 0 (0 = none), not {s.budget_epsilon_day!r}")
+    if not 0 <= s.web_port < 65536:
+        raise ConfigError(f"web_port must be 0 (disabled) or a TCP port, not {s.web_port!r}")
+    check_budget(s)
+
+
+def check_budget(s: Settings) -> None:
+    """Refuse a configuration whose spending exceeds the configured budget.
+
+    Unit of privacy: event-level, one device at one tick. Every DP mechanism (and
+    MIDE, charged its worst case ε_max) releases every tick, so per tick the spending
+    is the sum of their ε (sequential composition); per device-day it is that sum
+    times the ticks in a day.
+
+    Raises:
+        BudgetExhaustedError: when the per-tick or per-day spending exceeds its budget.
+    """
+    from mechanisms.errors import BudgetExhaustedError
+
+    per_tick = s.epsilon_per_tick()
+    if per_tick > s.budget_epsilon_tick + 1e-12:
+        raise BudgetExhaustedError(per_tick, s.budget_epsilon_tick, "tick (configured)")
+    if s.budget_epsilon_day > 0:
+        per_day = per_tick * s.ticks_per_day
+        if per_day > s.budget_epsilon_day + 1e-9:
+            raise BudgetExhaustedError(per_day, s.budget_epsilon_day, "device-day (configured)")
+
+
+def parse_cli(prog: str, argv: Sequence[str] | None, description: str,
+              **kwargs: Any) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """A parser with all settings options, parsed from ``argv``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description, **kwargs)
+    add_arguments(parser)
+    return parser.parse_args(list(argv or [])), parser
