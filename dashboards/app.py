@@ -199,7 +199,7 @@ async def whoami(request: web.Request) -> web.Response:
     return web.json_response({"role": request[ROLE_KEY]})
 
 
-async def site(request: web.Request) -> web.Response:
+async def site_handler(request: web.Request) -> web.Response:
     """Building plans."""
     return web.json_response(request.app[SITE_JSON])
 
@@ -359,7 +359,7 @@ def create_app(
     r.add_get("/openapi.json", openapi)
     r.add_get("/api/health", health)
     r.add_get("/api/whoami", whoami)
-    r.add_get("/api/site", site)
+    r.add_get("/api/site", site_handler)
     r.add_get("/api/mechanisms", mechanisms)
     r.add_get("/api/ticks", ticks)
     r.add_get("/api/snapshot", snapshot)

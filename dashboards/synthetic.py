@@ -130,7 +130,8 @@ def seed(
         if hist_rows:
             write_baselines(client, mech, ids, released[:hist_rows], ticks[:hist_rows], tick_s)
         pipe = client.pipeline(transaction=False)
-        for i, t in enumerate(ticks):
+        for i, t_np in enumerate(ticks):
+            t = float(t_np)
             doc_t = int(t)
             for j, loc in enumerate(ids):
                 pipe.zadd(rl.series(mech, loc),

@@ -148,13 +148,14 @@
       const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
       const w = Math.max(...xs) - Math.min(...xs), h = Math.max(...ys) - Math.min(...ys);
       const cx = xs.reduce((a, c) => a + c, 0) / xs.length, cy = ys.reduce((a, c) => a + c, 0) / ys.length;
-      const fs = Math.max(Math.min(w / 6.5, h / 3.2), 0.6);
+      const shown = l.name.length > 16 ? l.id.split("-").pop() : l.name;
+      const fs = Math.max(Math.min(w / (0.62 * shown.length + 1.5), h / 3.4, Math.max(f.width, f.height) / 28), 0.5);
       const t = document.createElementNS(NS, "text");
       t.setAttribute("class", "label"); t.setAttribute("x", cx); t.setAttribute("y", cy);
       t.setAttribute("font-size", fs); t.dataset.labelFor = l.id;
       const name = document.createElementNS(NS, "tspan");
       name.setAttribute("x", cx); name.setAttribute("dy", -fs * 0.45);
-      name.textContent = l.name.length > 16 ? l.id.split("-").pop() : l.name;
+      name.textContent = shown;
       const val = document.createElementNS(NS, "tspan");
       val.setAttribute("x", cx); val.setAttribute("dy", fs * 1.1); val.setAttribute("font-weight", "400");
       t.appendChild(name); t.appendChild(val);
@@ -403,8 +404,9 @@
     await refreshAll();
     renderAll();
     await loadAlerts();
+    paint();
     connect();
-    renderLedger().catch(() => {});
+    renderLedger().catch((e) => console.error("ledger: " + e.message));
     // keep the mechanism list fresh while empty (first data arriving)
     setInterval(async () => { if (!state.mechs.length) { await refreshAll(); connect(); } }, 3000);
     document.body.dataset.ready = "1";
