@@ -36,6 +36,10 @@ __all__ = [
     "scaled_error_boxes",
     "seeded_rngs",
     "WORKLOADS",
+    "ResultRow",
+    "synthetic_shape",
+    "evaluate_1d",
+    "evaluate_2d",
 ]
 
 WORKLOADS = ("identity", "prefix", "small", "large")
@@ -160,3 +164,154 @@ def seeded_rngs(seed: int, n: int) -> list[np.random.Generator]:
     """``n`` independent generators derived from ``seed`` (reproducible trials)."""
     return [np.random.Generator(np.random.PCG64(s)) for s in
             np.random.SeedSequence(seed).spawn(n)]
+
+
+# --- experiment drivers (pure; the CLI adds I/O, tables and plots) ---------------------
+
+@dataclass(frozen=True)
+class ResultRow:
+    """Mean and standard deviation of the scaled error over the trials of one cell."""
+
+    dataset: str
+    algorithm: str
+    epsilon: float
+    workload: str
+    error: float
+    error_std: float
+    trials: int
+    seconds: float
+    n_bins: float
+
+
+def synthetic_shape(kind: str, n: int, *, rng: np.random.Generator) -> np.ndarray:
+    """A generated shape for when the DPBench files are absent.
+
+    ``kind``: "step" (piecewise-constant, contiguous-friendly), "zipf" (a "sorted"
+    power law), "random" (i.i.d. heavy-tailed values — SORTaki's "random" shape).
+    """
+    if kind == "step":
+        cuts = np.sort(rng.choice(np.arange(1, n), size=min(15, n - 1), replace=False))
+        levels = rng.gamma(0.7, 50.0, len(cuts) + 1)
+        return np.repeat(levels, np.diff(np.concatenate(([0], cuts, [n]))))
+    if kind == "zipf":
+        return 1.0 / np.arange(1, n + 1) ** 1.1
+    if kind == "random":
+        return rng.pareto(1.5, n) + (rng.random(n) < 0.3)
+    raise InvalidParameterError(f"kind must be step, zipf or random, not {kind!r}")
+
+
+def _seq(*key: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(key))))
+
+
+def evaluate_1d(
+    datasets: dict[str, np.ndarray],
+    algorithms: tuple[str, ...] | list[str],
+    epsilons: tuple[float, ...] | list[float],
+    workloads: tuple[str, ...] | list[str],
+    *,
+    trials: int = 5,
+    seed: int = 0,
+    scale: int | None = None,
+    gamma_in: float | None = None,
+    n_queries: int = 2000,
+    progress: object = None,
+    **options: object,
+) -> list[ResultRow]:
+    """Seeded repeated trials of every (dataset, algorithm, ε) on every workload.
+
+    Each trial resamples the data set to ``scale`` records (DPBench generator; as-is
+    when None), runs the algorithm once and scores the one release on all workloads.
+    Seeds are derived from ``seed`` and the loop indices (common random numbers:
+    every algorithm sees the same resampled data and workloads).
+
+    Args:
+        datasets: name → 1-D histogram (shape).
+        algorithms: configuration names (SORTaki Table II).
+        epsilons: privacy budgets.
+        workloads: workload names (identity, prefix, small, large).
+        trials: repetitions per cell.
+        seed: master seed.
+        scale: target scale for the data generator (None → the data as given).
+        gamma_in: initializer share (None → each configuration's default).
+        n_queries: queries per random range workload.
+        progress: optional callable invoked once per finished run (progress bars).
+        **options: passed to :func:`~mechanisms.histograms.sortaki.run_config`.
+    """
+    from time import perf_counter
+
+    from mechanisms.histograms.sortaki import parse_config, run_config
+
+    configs = [parse_config(a) for a in algorithms]
+    rows: list[ResultRow] = []
+    for d_i, (dname, shape) in enumerate(datasets.items()):
+        shape = np.asarray(shape, np.float64).ravel()
+        n = len(shape)
+        wls = [make_workload(w, n, n_queries=n_queries, rng=_seq(seed, d_i, 7, w_i))
+               for w_i, w in enumerate(workloads)]
+        data = [shape if scale is None else resample(shape, scale, rng=_seq(seed, d_i, 9, t))
+                for t in range(trials)]
+        for a_i, cfg in enumerate(configs):
+            for e_i, eps in enumerate(epsilons):
+                errs = np.zeros((len(wls), trials))
+                bins = np.zeros(trials)
+                t0 = perf_counter()
+                for t in range(trials):
+                    rel = run_config(cfg, data[t], eps, gamma_in=gamma_in,
+                                     workload=(wls[-1].lo, wls[-1].hi),
+                                     rng=_seq(seed, d_i, a_i, e_i, t), **options)  # type: ignore[arg-type]
+                    bins[t] = rel.n_bins
+                    for w_i, w in enumerate(wls):
+                        errs[w_i, t] = scaled_error(data[t], rel.estimate, w)
+                    if callable(progress):
+                        progress()
+                sec = (perf_counter() - t0) / trials
+                for w_i, w in enumerate(wls):
+                    rows.append(ResultRow(dname, cfg.name, float(eps), w.name,
+                                          float(errs[w_i].mean()), float(errs[w_i].std()),
+                                          trials, sec, float(bins.mean())))
+    return rows
+
+
+def evaluate_2d(
+    cubes: dict[str, np.ndarray],
+    epsilons: tuple[float, ...] | list[float],
+    *,
+    trials: int = 3,
+    seed: int = 0,
+    scale: int | None = None,
+    n_queries: int = 2000,
+    xi0: float = float("inf"),
+    xi1: float | None = None,
+    progress: object = None,
+) -> list[ResultRow]:
+    """Cell-based (Alg. 1) vs two-step kd-tree (Alg. 2) on random rectangle queries."""
+    from time import perf_counter
+
+    from mechanisms.histograms.kdtree import cell_based_release, kd_tree_release
+
+    rows: list[ResultRow] = []
+    for d_i, (dname, cube) in enumerate(cubes.items()):
+        cube = np.asarray(cube, np.float64)
+        boxes = random_boxes(cube.shape, n_queries, rng=_seq(seed, d_i, 7))
+        data = [cube if scale is None else resample(cube, scale, rng=_seq(seed, d_i, 9, t))
+                for t in range(trials)]
+        for e_i, eps in enumerate(epsilons):
+            for a_i, alg in enumerate(("cell", "kdtree")):
+                errs, nb = np.zeros(trials), np.zeros(trials)
+                t0 = perf_counter()
+                for t in range(trials):
+                    rng = _seq(seed, d_i, 100 + a_i, e_i, t)
+                    if alg == "cell":
+                        est = cell_based_release(data[t], eps, rng=rng)
+                        nb[t] = cube.size
+                    else:
+                        rel = kd_tree_release(data[t], eps, xi0=xi0, xi1=xi1, rng=rng)
+                        est, nb[t] = rel.estimate, len(rel.boxes)
+                    errs[t] = scaled_error_boxes(data[t], est, boxes)
+                    if callable(progress):
+                        progress()
+                rows.append(ResultRow(dname, alg, float(eps), "rectangles", float(errs.mean()),
+                                      float(errs.std()), trials,
+                                      (perf_counter() - t0) / trials, float(nb.mean())))
+    return rows
