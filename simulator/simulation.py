@@ -301,11 +301,11 @@ def truth_path_for(path: str | os.PathLike[str]) -> Path:
     return p.with_name(f"{stem}.truth.json")
 
 
-def _bar(total: int, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
+def _bar(total: int, desc: str, enabled: bool, unit: str = "ev"):  # type: ignore[no-untyped-def]
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="ev", unit_scale=True, disable=not enabled,
-                leave=False)
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit == "ev",
+                disable=not enabled, leave=False)
 
 
 def _median_classroom(plan: BuildingPlan) -> int | None:
@@ -383,8 +383,7 @@ def simulate(
         scen_records.append({"type": kind, **kw})
 
     plans = []
-    bar = _bar(len(site.buildings) * n_days, "planning", progress)
-    bar.unit, bar.unit_scale = "day", False
+    bar = _bar(len(site.buildings) * n_days, "planning", progress, unit="building-day")
     for b_i, building in enumerate(site.buildings):
         plan = BuildingPlan(site, building, children[b_i], scale)
         plans.append(plan)
