@@ -182,8 +182,7 @@ def load_data(
         kwargs["scenarios"] = scenarios
     log.info("simulating %s for %d days (seed %d)", site.id, days, seed)
     sim = simulator.simulate(site, **kwargs)
-    start = getattr(sim, "start", None)
-    start_s = _as_epoch(start) if start is not None else None
+    start_s = float(sim.start_ts)
     return from_events(
         site,
         sim.events,
@@ -193,12 +192,6 @@ def load_data(
         eval_days=eval_days,
         start_s=start_s,
     )
-
-
-def _as_epoch(start: Any) -> float:
-    if hasattr(start, "timestamp"):
-        return float(start.timestamp())
-    return float(start)
 
 
 # ------------------------------------------------------------------------ mechanisms
@@ -244,7 +237,9 @@ def release(
     if mechanism == "laplace":
         from mechanisms.laplace import laplace_release
 
-        return np.asarray(laplace_release(true, param, rng=rng), dtype=float)
+        # Cells are released independently: one vectorised call over all (tick, location).
+        flat = laplace_release(true.ravel(), param, rng=rng)
+        return np.asarray(flat, dtype=float).reshape(true.shape)
     if mechanism == "hierarchical":
         return _hierarchical(data, param, rng)
     from mechanisms import pegasus
@@ -333,38 +328,29 @@ def task_setup(data: EvalData) -> dict[str, dict[str, Any]]:
         "region_of": np.array([floors.index(loc.floor) for loc in data.site.locations]),
         "mask": task_lib.night_mask(data.ticks),
     }
-    broken = _scenario(data, "broken")
+    broken = _scenario(data, "broken_ap")
     if broken is not None:
         setup["broken_sensor"] = broken
-    weekly = _scenario(data, "weekly")
+    weekly = _scenario(data, "weekly_meeting")
     if weekly is not None and data.n_days >= 7:
         setup["weekly_event"] = weekly
     return setup
 
 
 def _scenario(data: EvalData, kind: str) -> dict[str, Any] | None:
-    """Find the broken-AP / weekly-meeting scenario in the simulator truth, if any."""
-    truth = data.truth
-    if truth is None:
-        return None
-    items: list[Any] = []
-    if isinstance(truth, dict):
-        for k, v in truth.items():
-            if kind in str(k).lower():
-                items += v if isinstance(v, list) else [v]
-        items += [s for s in truth.get("scenarios", []) if kind in str(s).lower()]
-    else:
-        for name in dir(truth):
-            if kind in name.lower() and not name.startswith("_"):
-                v = getattr(truth, name)
-                items += list(v) if isinstance(v, list | tuple) else [v]
-    for it in items:
-        d = it if isinstance(it, dict) else getattr(it, "__dict__", {})
-        loc = d.get("location") or data.site.ap_location.get(str(d.get("ap", "")))
-        ts = d.get("start", d.get("ts", d.get("time", d.get("at"))))
-        if loc in data.site.location_index and ts is not None:
-            tick = int(np.searchsorted(data.ticks, _as_epoch(ts)))
-            return {"loc": data.site.location_index[loc], "truth_tick": tick}
+    """The first ``kind`` scenario (``broken_ap``, ``weekly_meeting``) of the simulator truth.
+
+    Returns the location index and the tick index of its start, or None. The scenario
+    picks the room; the task's true answer is the answer on the true stream (the
+    game's rule: points for results similar to those on the true data), which can be
+    earlier than the injected time (e.g. a room already empty before its AP broke).
+    """
+    truth = data.truth if isinstance(data.truth, dict) else {}
+    for sc in truth.get("scenarios", []):
+        if sc.get("type") == kind and sc.get("location") in data.site.location_index:
+            tick = int(np.searchsorted(data.ticks, float(sc["start_ts"])))
+            if tick < len(data.ticks):
+                return {"loc": data.site.location_index[sc["location"]], "truth_tick": tick}
     return None
 
 
@@ -385,18 +371,14 @@ def task_scores(
     if "broken_sensor" in setup:
         b = setup["broken_sensor"]
         out["broken_sensor"] = task_lib.score_broken_sensor(
-            released[:, b["loc"]], true[:, b["loc"]], truth_tick=b["truth_tick"]
+            released[:, b["loc"]], true[:, b["loc"]]
         ).accuracy
     if "weekly_event" in setup:
         w = setup["weekly_event"]
-        tpw = 7 * data.slots_per_day
-        offset = int(((data.ticks[0] / 86400 + 3) % 7) * data.slots_per_day)  # epoch day 0 = Thu
         out["weekly_event"] = task_lib.score_weekly_event(
             released[:, w["loc"]],
             true[:, w["loc"]],
-            tpw,
-            truth_tick=w["truth_tick"] + offset,
-            offset=offset,
+            7 * data.slots_per_day,
         ).accuracy
     return out
 
