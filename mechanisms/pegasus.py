@@ -1,0 +1,497 @@
+"""PeGaSus: Perturber, deviation Grouper, Smoother — a state machine over locations.
+
+Chen, Machanavajjhala, Hay & Miklau, "PeGaSus: Data-Adaptive Differentially Private
+Stream Processing", CCS 2017 (§4: Perturber, Grouper (Algorithm 2, deviation
+function), Smoother (§4.3)); used for TIPPERS occupancy in thesis §3.1.2 and §4.2.2.
+Specification followed: ``shared/ALGORITHMS.md`` "PeGaSus".
+
+Per location and tick t, with ε = ε_p + ε_g (ε_p = ``perturb_share``·ε, default 0.8ε),
+base threshold θ (default 5/ε_g):
+
+1. **Perturber**: c̃_t = c_t + Z, Z discrete Laplace of scale 1/ε_p (exact integer
+   sampler, :func:`mechanisms.noise.discrete_laplace`; the only value derived from
+   the counts that leaves the system).
+2. **Grouper** (sparse-vector test on TRUE counts): dev(X) = Σ_{x∈X}|x − mean(X)|,
+   sensitivity 2. No group yet or last group closed → new open group {t} with a fresh
+   threshold θ̃ = θ + Lap(4/ε_g) (always from the base θ). Open group G →
+   if dev(c[G ∪ {t}]) + Lap(8/ε_g) < θ̃: t joins G, else G closes and t forms a new
+   closed singleton {t}. Each count is tested under exactly one threshold draw.
+3. **Smoother** (post-processing of c̃ over the group G_t containing t, times ≤ t
+   only): ``"average"`` mean, ``"median"`` median, ``"js"`` shrinkage
+   ĉ_t = m̄ + (c̃_t − m̄)/|G_t| with m̄ the group mean. A singleton gives c̃_t.
+   A value once released is never revised.
+
+Privacy argument (event level: one device, one tick; a device is counted in at most
+one location per tick, so one count changes by 1):
+    * Perturber: each c̃_t is ε_p-DP in its own count; an event touches one count, so
+      the perturbed stream is ε_p-DP (parallel over ticks and locations).
+    * Grouper: an event at tick s changes c_s by 1, hence dev of any set containing s
+      by at most 2. c_s takes part only in tests of the group that contains s (its
+      own test and the later tests of that open group, all under one threshold draw
+      θ̃; a closed group is never tested again). That sequence is one sparse-vector
+      run stopped at its first "above" answer: the threshold noise Lap(4/ε_g) costs
+      ε_g/2 and the single above answer with Lap(8/ε_g) costs ε_g/2 (Lyu, Su & Li
+      2017, Alg. 1 with Δ = 2) → ε_g.
+    * The Smoother reads only c̃ and the group boundaries (outputs of the two parts).
+    Total ε_p + ε_g = ε per event. With ``grouping=False`` only ε_p is spent and the
+    release is exactly the Laplace mechanism at ε_p (:attr:`PegasusConfig.spent_epsilon`).
+
+Grouper noise is continuous Laplace (``rng.laplace``): it never leaves the system;
+only one comparison bit per test does, and a floating-point sample can shift the
+probability of a bit only by rounding-level amounts (no output set that reveals the
+input, unlike a released float — Mironov 2012). The released values are
+post-processing of the exact integer perturber output.
+
+Bounded state (for a stream table): the Grouper needs every true count of the open
+group (dev is not a function of running sums) and the median smoother every noisy
+count. A group is therefore capped at ``max_group_len`` ticks (default 48 = 4 h of
+5-minute ticks): when it reaches the cap it is closed and the next tick starts a new
+group with a fresh threshold. Closing is a function of the group length only
+(previous outputs), so it costs no budget and each count is still tested under at
+most one threshold. Average and JS smoothers keep only a running sum of c̃.
+
+Replay safety: all noise of one tick comes from the ``rng`` argument in a fixed order
+(perturber for every location, then, with grouping, threshold noise for every location,
+then test noise for every location), so ``keyed_rng(secret, "pegasus", tick, "all")``
+reproduces a tick's release exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from mechanisms.errors import InvalidParameterError, check_positive
+from mechanisms.laplace import as_counts
+from mechanisms.noise import discrete_laplace, resolve_rng
+
+__all__ = [
+    "SMOOTHERS",
+    "PegasusConfig",
+    "PegasusState",
+    "initialize",
+    "smooth",
+    "step",
+    "update",
+]
+
+Smoother = Literal["average", "median", "js"]
+SMOOTHERS: tuple[str, ...] = ("average", "median", "js")
+
+_MAGIC = b"PGS1"
+_HEADER = struct.Struct("<4sIHBq")  # magic, n_locations, cap, flags, last_tick
+
+
+@dataclass(frozen=True)
+class PegasusConfig:
+    """PeGaSus parameters.
+
+    Attributes:
+        epsilon: total event-level ε per tick (ε_p + ε_g).
+        perturb_share: ε_p / ε (default 0.8, as in the paper's experiments).
+        theta: base grouper threshold θ; None → 5/ε_g.
+        smoother: ``"average"``, ``"median"`` or ``"js"``.
+        grouping: False turns the Grouper off: every tick is a singleton, the release is
+            Laplace at ε_p, and only ε_p is spent.
+        max_group_len: cap on a group's length in ticks (bounds the state; see module).
+    """
+
+    epsilon: float
+    perturb_share: float = 0.8
+    theta: float | None = None
+    smoother: Smoother = "average"
+    grouping: bool = True
+    max_group_len: int = 48
+
+    def __post_init__(self) -> None:
+        check_positive("epsilon", self.epsilon)
+        share = float(self.perturb_share)
+        upper_ok = share < 1 or (share == 1 and not self.grouping)
+        if not (share > 0 and upper_ok):
+            raise InvalidParameterError(
+                "perturb_share must be in (0, 1) (or exactly 1 with grouping=False), "
+                f"not {self.perturb_share!r}"
+            )
+        if self.theta is not None:
+            check_positive("theta", self.theta)
+        if self.smoother not in SMOOTHERS:
+            raise InvalidParameterError(
+                f"smoother must be one of {SMOOTHERS}, not {self.smoother!r}"
+            )
+        if not isinstance(self.max_group_len, int | np.integer) or not (
+            1 <= int(self.max_group_len) <= 65535
+        ):
+            raise InvalidParameterError(
+                f"max_group_len must be an integer in [1, 65535], not {self.max_group_len!r}"
+            )
+
+    @property
+    def epsilon_p(self) -> float:
+        """Perturber budget ε_p."""
+        return self.perturb_share * self.epsilon
+
+    @property
+    def epsilon_g(self) -> float:
+        """Grouper budget ε_g (0 when grouping is off)."""
+        return (1 - self.perturb_share) * self.epsilon if self.grouping else 0.0
+
+    @property
+    def spent_epsilon(self) -> float:
+        """ε actually spent per event: ε_p + ε_g (ε_p alone with grouping off)."""
+        return self.epsilon_p + self.epsilon_g
+
+    @property
+    def theta_value(self) -> float:
+        """The base threshold θ in use (5/ε_g by default)."""
+        if self.theta is not None:
+            return float(self.theta)
+        return 5.0 / self.epsilon_g if self.grouping else float("inf")
+
+    @property
+    def threshold_noise_scale(self) -> float:
+        """Scale of the fresh threshold noise, 4/ε_g (sensitivity 2, budget ε_g/2)."""
+        return 4.0 / self.epsilon_g
+
+    @property
+    def test_noise_scale(self) -> float:
+        """Scale of the per-test noise, 8/ε_g (sensitivity 2, budget ε_g/2)."""
+        return 8.0 / self.epsilon_g
+
+    @property
+    def history_len(self) -> int:
+        """Columns of true-count history kept per location (0 without grouping)."""
+        return int(self.max_group_len) if self.grouping else 0
+
+    @property
+    def noisy_history_len(self) -> int:
+        """Columns of noisy history kept per location (median smoother only)."""
+        return int(self.max_group_len) if self.smoother == "median" else 0
+
+
+@dataclass(frozen=True)
+class PegasusState:
+    """Per-location PeGaSus state (all arrays have ``n_locations`` rows).
+
+    Attributes:
+        group_len: members of the current group (0: no group yet).
+        group_open: whether the current group is open.
+        threshold: θ̃ of the open group (meaningless when closed).
+        true_hist: true counts of the current group, shape (L, cap) or (L, 0).
+        noisy_sum: Σ c̃ over the current group.
+        noisy_hist: c̃ of the current group for the median smoother, (L, cap) or (L, 0).
+        last_tick: last tick processed (−1: none, or ticks not given).
+    """
+
+    group_len: np.ndarray
+    group_open: np.ndarray
+    threshold: np.ndarray
+    true_hist: np.ndarray
+    noisy_sum: np.ndarray
+    noisy_hist: np.ndarray
+    last_tick: int = -1
+    _fields: ClassVar[tuple[str, ...]] = (
+        "group_len", "group_open", "threshold", "true_hist", "noisy_sum", "noisy_hist",
+    )
+
+    @property
+    def n_locations(self) -> int:
+        """Number of locations (rows)."""
+        return int(self.group_len.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data (what :meth:`to_bytes` stores, minus a 20-byte header)."""
+        return int(sum(getattr(self, f).nbytes for f in self._fields))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PegasusState):
+            return NotImplemented
+        return self.last_tick == other.last_tick and all(
+            np.array_equal(getattr(self, f), getattr(other, f)) for f in self._fields
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_bytes(self) -> bytes:
+        """Compact little-endian serialisation (header + raw arrays) for a table value."""
+        cap = max(self.true_hist.shape[1], self.noisy_hist.shape[1])
+        flags = (1 if self.true_hist.shape[1] else 0) | (2 if self.noisy_hist.shape[1] else 0)
+        head = _HEADER.pack(_MAGIC, self.n_locations, cap, flags, self.last_tick)
+        return head + b"".join(
+            np.ascontiguousarray(getattr(self, f)).astype(getattr(self, f).dtype.newbyteorder("<"))
+            .tobytes()
+            for f in self._fields
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PegasusState:
+        """Inverse of :meth:`to_bytes`.
+
+        Raises:
+            InvalidParameterError: not a PeGaSus state or truncated.
+        """
+        if len(data) < _HEADER.size:
+            raise InvalidParameterError(f"data must be a PeGaSus state, not {len(data)} bytes")
+        magic, n, cap, flags, last_tick = _HEADER.unpack_from(data)
+        if magic != _MAGIC:
+            raise InvalidParameterError(f"data must start with {_MAGIC!r}, not {magic!r}")
+        th = cap if flags & 1 else 0
+        nh = cap if flags & 2 else 0
+        layout = [
+            ("group_len", "<u2", (n,)),
+            ("group_open", "?", (n,)),
+            ("threshold", "<f8", (n,)),
+            ("true_hist", "<i4", (n, th)),
+            ("noisy_sum", "<i8", (n,)),
+            ("noisy_hist", "<i4", (n, nh)),
+        ]
+        need = _HEADER.size + sum(np.dtype(dt).itemsize * int(np.prod(sh)) for _, dt, sh in layout)
+        if len(data) != need:
+            raise InvalidParameterError(
+                f"data must be {need} bytes for {n} locations, not {len(data)}"
+            )
+        off = _HEADER.size
+        arrays = {}
+        for name, dt, shape in layout:
+            cnt = int(np.prod(shape))
+            a = np.frombuffer(data, dtype=dt, count=cnt, offset=off).reshape(shape)
+            arrays[name] = a.astype(np.dtype(dt).newbyteorder("="))
+            off += a.nbytes
+        return cls(last_tick=int(last_tick), **arrays)
+
+    def take(self, rows: np.ndarray | list[int]) -> PegasusState:
+        """The state of a subset of locations (e.g. one partition's share)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        return PegasusState(
+            last_tick=self.last_tick,
+            **{f: getattr(self, f)[idx] for f in self._fields},
+        )
+
+    @classmethod
+    def concatenate(cls, states: list[PegasusState]) -> PegasusState:
+        """Stack states of disjoint location sets (inverse of :meth:`take` on a split)."""
+        if not states:
+            raise InvalidParameterError("states must be a non-empty list, not []")
+        fields = states[0]._fields
+        return cls(
+            last_tick=max(s.last_tick for s in states),
+            **{f: np.concatenate([getattr(s, f) for s in states]) for f in fields},
+        )
+
+
+def initialize(n_locations: int, config: PegasusConfig) -> PegasusState:
+    """Empty state (no groups yet) for ``n_locations`` locations."""
+    n = int(n_locations)
+    if n < 0:
+        raise InvalidParameterError(f"n_locations must be ≥ 0, not {n_locations!r}")
+    return PegasusState(
+        group_len=np.zeros(n, dtype=np.uint16),
+        group_open=np.zeros(n, dtype=bool),
+        threshold=np.zeros(n, dtype=np.float64),
+        true_hist=np.zeros((n, config.history_len), dtype=np.int32),
+        noisy_sum=np.zeros(n, dtype=np.int64),
+        noisy_hist=np.zeros((n, config.noisy_history_len), dtype=np.int32),
+    )
+
+
+def _deviation(hist: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Deviation Σ|x − mean| over the first ``lens[i]`` entries of each row of ``hist``.
+
+    Exact integer arithmetic: dev = Σ|n·x − S| / n with S = Σx, n = lens[i]; only
+    rows with lens > 0 and the columns some row uses are touched.
+    """
+    out = np.zeros(hist.shape[0], dtype=np.float64)
+    rows = np.flatnonzero(lens > 0)
+    if rows.size == 0:
+        return out
+    n = lens[rows].astype(np.int64)
+    k = int(n.max())
+    x = hist[rows, :k].astype(np.int64)
+    mask = np.arange(k)[None, :] < n[:, None]
+    x *= mask
+    total = x.sum(axis=1)
+    x *= n[:, None]
+    x -= total[:, None]
+    np.abs(x, out=x)
+    x *= mask
+    out[rows] = x.sum(axis=1) / n
+    return out
+
+
+def smooth(
+    noisy: np.ndarray,
+    group_len: np.ndarray,
+    noisy_sum: np.ndarray,
+    noisy_hist: np.ndarray,
+    smoother: Smoother,
+) -> np.ndarray:
+    """Smoother (post-processing, no rng): the released value for each location.
+
+    Args:
+        noisy: this tick's perturbed counts c̃_t.
+        group_len: |G_t| including t (≥ 1).
+        noisy_sum: Σ c̃ over G_t including t.
+        noisy_hist: c̃ over G_t in its first ``group_len`` columns (median only).
+        smoother: ``"average"``, ``"median"`` or ``"js"``.
+    """
+    n = group_len.astype(np.float64)
+    mean = noisy_sum / np.maximum(n, 1.0)
+    if smoother == "average":
+        out = mean
+    elif smoother == "js":
+        out = mean + (noisy - mean) / np.maximum(n, 1.0)
+    elif smoother == "median":
+        cols = np.arange(noisy_hist.shape[1])
+        vals = np.where(cols[None, :] < group_len[:, None], noisy_hist, np.iinfo(np.int32).max)
+        srt = np.sort(vals, axis=1)
+        lo = np.clip((group_len.astype(np.int64) - 1) // 2, 0, max(noisy_hist.shape[1] - 1, 0))
+        hi = np.clip(group_len.astype(np.int64) // 2, 0, max(noisy_hist.shape[1] - 1, 0))
+        rows = np.arange(srt.shape[0])
+        out = (srt[rows, lo].astype(np.float64) + srt[rows, hi]) / 2 if srt.size else mean
+    else:
+        raise InvalidParameterError(f"smoother must be one of {SMOOTHERS}, not {smoother!r}")
+    return np.where(group_len <= 1, noisy.astype(np.float64), out)
+
+
+def _check_state(state: PegasusState, config: PegasusConfig, n: int) -> None:
+    if state.n_locations != n:
+        raise InvalidParameterError(f"counts must have {state.n_locations} entries, not {n}")
+    if (
+        state.true_hist.shape[1] != config.history_len
+        or state.noisy_hist.shape[1] != config.noisy_history_len
+    ):
+        raise InvalidParameterError(
+            "state must come from initialize() with the same grouping, smoother and "
+            f"max_group_len, not history widths {state.true_hist.shape[1]}/"
+            f"{state.noisy_hist.shape[1]}"
+        )
+
+
+def step(
+    state: PegasusState,
+    counts: np.ndarray,
+    config: PegasusConfig,
+    *,
+    perturb_scale: np.ndarray | float,
+    active: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+    tick: int | None = None,
+) -> tuple[PegasusState, np.ndarray]:
+    """One PeGaSus tick with per-row perturber scale and an optional active mask.
+
+    The building block of :func:`update` and of the hierarchical mechanism. Rows with
+    ``active`` False release 0, spend nothing, and have their group closed (the next
+    active tick starts a new group with a fresh threshold). Noise is drawn for every
+    row whatever ``active`` says, so the draw order never depends on the data.
+
+    Args:
+        state: state before the tick.
+        counts: true counts (validated by the caller).
+        config: grouper/smoother parameters (ε_g, θ, smoother, cap).
+        perturb_scale: discrete Laplace scale per row (1/ε_p for plain PeGaSus).
+        active: rows to process; None = all.
+        rng: generator for this tick.
+        tick: the tick's index; must increase if given.
+    """
+    n = counts.size
+    _check_state(state, config, n)
+    if tick is not None:
+        if int(tick) <= state.last_tick:
+            raise InvalidParameterError(
+                f"tick must be > the last processed tick {state.last_tick}, not {tick!r} "
+                "(re-emit the stored release on replay instead of recomputing it)"
+            )
+        new_tick = int(tick)
+    else:
+        new_tick = state.last_tick
+    rng = resolve_rng(rng)
+    noisy = counts + discrete_laplace(perturb_scale, n, rng=rng)
+    act = np.ones(n, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+
+    cap = int(config.max_group_len)
+    glen = state.group_len.astype(np.int64)
+    gopen = state.group_open
+    true_hist = state.true_hist.copy()
+    noisy_hist = state.noisy_hist.copy()
+    noisy_sum = state.noisy_sum.copy()
+    threshold = state.threshold.copy()
+
+    if config.grouping:
+        theta_draw = config.theta_value + rng.laplace(0.0, config.threshold_noise_scale, n)
+        test_noise = rng.laplace(0.0, config.test_noise_scale, n)
+        is_open = gopen & (glen > 0)
+        # candidate G ∪ {t} for open groups (open groups always have len < cap)
+        cand = true_hist.copy()
+        rows_open = np.flatnonzero(is_open)
+        cand[rows_open, glen[rows_open]] = counts[rows_open]
+        dev = _deviation(cand, np.where(is_open, glen + 1, 0))
+        join = is_open & (dev + test_noise < threshold)
+        close = is_open & ~join
+        start = ~is_open
+    else:
+        join = np.zeros(n, dtype=bool)
+        close = np.ones(n, dtype=bool)  # every tick a closed singleton
+        start = np.zeros(n, dtype=bool)
+        theta_draw = threshold
+    join &= act
+    close &= act
+    start &= act
+
+    single = start | close
+    new_len = np.where(join, glen + 1, np.where(single, 1, 0))
+    new_open = np.where(join, new_len < cap, np.where(start, cap > 1, False))
+    new_threshold = np.where(start, theta_draw, threshold)
+    # histories: joiners append at column glen; singletons restart at column 0
+    if true_hist.shape[1]:
+        r = np.flatnonzero(join)
+        true_hist[r, glen[r]] = counts[r]
+        r = np.flatnonzero(single)
+        true_hist[r, 0] = counts[r]
+    if noisy_hist.shape[1]:
+        r = np.flatnonzero(join)
+        noisy_hist[r, glen[r]] = noisy[r]
+        r = np.flatnonzero(single)
+        noisy_hist[r, 0] = noisy[r]
+    new_sum = np.where(join, noisy_sum + noisy, np.where(single, noisy, 0))
+
+    released = smooth(noisy, new_len, new_sum, noisy_hist, config.smoother)
+    released = np.where(act, released, 0.0)
+    new_state = PegasusState(
+        group_len=new_len.astype(np.uint16),
+        group_open=new_open.astype(bool),
+        threshold=new_threshold.astype(np.float64),
+        true_hist=true_hist,
+        noisy_sum=new_sum.astype(np.int64),
+        noisy_hist=noisy_hist,
+        last_tick=new_tick,
+    )
+    return new_state, released
+
+
+def update(
+    state: PegasusState,
+    counts: np.ndarray | list[int],
+    config: PegasusConfig,
+    *,
+    rng: np.random.Generator | None = None,
+    tick: int | None = None,
+) -> tuple[PegasusState, np.ndarray]:
+    """Release one tick of PeGaSus for every location (spends ``config.spent_epsilon``).
+
+    Args:
+        state: state before the tick (from :func:`initialize` or a previous update).
+        counts: true counts, shape (n_locations,), non-negative integers.
+        config: the mechanism's parameters (must match the state's).
+        rng: generator, e.g. ``keyed_rng(secret, "pegasus", tick, "all")``; None → the
+            project's CSPRNG-seeded generator.
+        tick: optional tick index; if given it must exceed ``state.last_tick`` (a replay
+            must re-emit the stored release, never draw again).
+
+    Returns:
+        ``(new_state, released)``: released float64 values, shape (n_locations,).
+    """
+    c = as_counts(counts)
+    return step(state, c, config, perturb_scale=1.0 / config.epsilon_p, rng=rng, tick=tick)
