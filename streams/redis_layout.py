@@ -18,6 +18,8 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``occ:updates`` — pub/sub channel, JSON ``{"mech", "tick"}`` once a tick is written
 * ``ledger:releases`` — stream (internal), field ``data`` = a ledger record JSON
 * ``ledger:spent:{day}`` — hash (internal), ``{mech}`` → ε spent that day
+* ``hist:{day}:{algorithm}`` — string, JSON of a day's DP histogram release
+  (``occustream histogram release``; noisy values and public parameters only)
 * ``eval:true:…`` — true counts, only in explicit evaluation mode (never by default)
 * ``alerts:acks`` — hash, alert stream id → JSON ``{"ts", "role"}`` (acknowledgements)
 * ``webhook:{name}:cursor`` — string, last ``alerts`` stream id handled for a webhook
@@ -67,6 +69,11 @@ def baseline_field(location: str, slot: int) -> str:
 def ledger_spent(day: str) -> str:
     """Hash of ε spent per mechanism on ``day`` (YYYY-MM-DD, UTC)."""
     return f"ledger:spent:{day}"
+
+
+def histogram(day: str, algorithm: str) -> str:
+    """A day's DP histogram release (JSON) for one algorithm."""
+    return f"hist:{day}:{algorithm}"
 
 
 def eval_true(location: str) -> str:
