@@ -16,7 +16,7 @@ Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
   on day 3 (Wednesday) 15:00–16:00, and the smallest lounge on day 4 (Thursday)
   10:00–10:30 (earlier days when the simulation is shorter). Normal use stays below
   capacity, so in the oracle a location exceeds its capacity exactly then.
-* ``broken_ap``: the first single-AP classroom's AP of the first building stops
+* ``broken_ap``: the busiest single-AP classroom's AP of the first building stops
   reporting from day 2 (Tuesday) 12:00 to the end (its events are dropped).
 * ``weekly_meeting``: every Tuesday 10:00–11:00, the same eight faculty members
   meet in the first meeting room of each building.
@@ -27,6 +27,7 @@ Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -424,7 +425,9 @@ def simulate(
     broken: tuple[int, float] | None = None
     if scen.broken_ap:
         plan = plans[0]
-        singles = sorted(i for i in plan.by_kind.get("classroom", []) if ap_count[i] == 1)
+        n_courses = collections.Counter(c[0] for c in plan.courses)
+        singles = sorted((i for i in plan.by_kind.get("classroom", []) if ap_count[i] == 1),
+                         key=lambda i: (-n_courses[i], i))
         cands = singles or sorted(plan.loc_idx)
         t_b = min(1, n_days - 1) * DAY_S + 12 * HOUR_S
         if not w0 <= t_b < w1:
@@ -503,8 +506,11 @@ def simulate(
         for p in pos.tolist():
             kind = MALFORMED_KINDS[int(rng.integers(len(MALFORMED_KINDS)))]
             j = int(rng.integers(p))
+            ap_j = int(c["ap"][j])
+            if broken is not None and ap_j == broken[0]:  # a broken AP sends nothing at all
+                ap_j = (ap_j + 1) % len(ap_ids)
             rec = malformed_record(
-                kind, rng, device=macs[int(c["mac"][j])], ap=ap_ids[int(c["ap"][j])],
+                kind, rng, device=macs[int(c["mac"][j])], ap=ap_ids[ap_j],
                 clock_s=float(clock[p - 1]), lateness_s=lateness_s, max_future_s=max_future_s)
             malformed.append((p, rec, kind))
     # stream index of each malformed record = its insertion position + records before it
