@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 KEEPALIVE_S = 15.0
-ROLE_KEY = "occustream.role"
+ROLE_KEY: Any = (web.RequestKey("role", str) if hasattr(web, "RequestKey")  # aiohttp >= 3.13
+                 else "occustream.role")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
