@@ -170,7 +170,7 @@ def seeded_rngs(seed: int, n: int) -> list[np.random.Generator]:
 
 @dataclass(frozen=True)
 class ResultRow:
-    """Mean and standard deviation of the scaled error over the trials of one cell."""
+    """Mean, standard deviation and median of the scaled error over the trials of one cell."""
 
     dataset: str
     algorithm: str
@@ -178,6 +178,7 @@ class ResultRow:
     workload: str
     error: float
     error_std: float
+    error_median: float
     trials: int
     seconds: float
     n_bins: float
@@ -269,7 +270,8 @@ def evaluate_1d(
                 for w_i, w in enumerate(wls):
                     rows.append(ResultRow(dname, cfg.name, float(eps), w.name,
                                           float(errs[w_i].mean()), float(errs[w_i].std()),
-                                          trials, sec, float(bins.mean())))
+                                          float(np.median(errs[w_i])), trials, sec,
+                                          float(bins.mean())))
     return rows
 
 
@@ -312,6 +314,6 @@ def evaluate_2d(
                     if callable(progress):
                         progress()
                 rows.append(ResultRow(dname, alg, float(eps), "rectangles", float(errs.mean()),
-                                      float(errs.std()), trials,
+                                      float(errs.std()), float(np.median(errs)), trials,
                                       (perf_counter() - t0) / trials, float(nb.mean())))
     return rows
