@@ -1,0 +1,725 @@
+"""Privacy accounting: budgets, a scoped accountant, ledger records, predicate-wise DP.
+
+Unit of privacy
+    Everything here is **event-level**: neighbouring streams differ in one device at
+    one tick (:data:`UNIT_OF_PRIVACY`). Laplace and PeGaSus releases are ε-DP at that
+    level; a device that is present in k ticks is protected, as a whole, only at
+    k·ε by sequential composition. A device present all day at 5-minute ticks is in
+    288 ticks: **288·ε per device-day**. :meth:`Accountant.device_day_report` says so
+    in numbers; w-event privacy (Kellaris, Papadopoulos, Xiao & Papadias, VLDB 2014:
+    any w consecutive ticks together cost at most ε_w) is available with
+    ``Accountant(..., window_ticks=w)``.
+
+Budgets and scopes
+    :class:`Budget` is a frozen (ε, δ) value. An :class:`Accountant` is a tree of
+    weighted scopes, e.g. building → mechanism → component; a child's cap is its
+    weight times its parent's cap and the weights of siblings add to at most 1.
+    Spending in a scope is charged to the scope and every ancestor; it is refused with
+    :class:`~mechanisms.errors.BudgetExhaustedError` (``requested``, ``remaining``,
+    ``scope``) if any of them would exceed its cap. The tick is a dimension, not a scope:
+    under event-level privacy ticks are disjoint data, so spending at different ticks
+    composes in parallel (the cap applies per tick), spending within one tick
+    sequentially. With ``window_ticks=w`` the cap applies to every window of w ticks.
+    Composition rules: :func:`compose_sequential` (ε and δ add) and
+    :func:`compose_parallel` (disjoint data: the maximum).
+
+Ledger
+    Every spend returns a :class:`LedgerRecord` (mechanism, tick, ε, scope, unit of
+    privacy, composition, sampler, guarantee, …) with ``to_dict``/``to_json``; the
+    accountant keeps them in order (:attr:`Accountant.records`).
+
+Predicate-wise DP (thesis §5.2.1, Def. 5.2–5.3, Thm 5.1–5.3)
+    :class:`PredicateLedger` tracks an ε per predicate (e.g. per location: mutually
+    exclusive predicates). Composing mechanisms intersects their predicates and adds
+    their ε (Thm 5.2, :func:`compose_predicatewise`); the DP guarantee is the maximum
+    (Thm 5.3). Ex-post vectors are data dependent: they belong to the internal ledger
+    only, never to an analyst, an alert or a public page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mechanisms.errors import BudgetExhaustedError, InvalidParameterError
+
+__all__ = [
+    "TICKS_PER_DAY",
+    "UNIT_OF_PRIVACY",
+    "Accountant",
+    "Budget",
+    "DeviceDayReport",
+    "LedgerRecord",
+    "PredicateEntry",
+    "PredicateLedger",
+    "compose_parallel",
+    "compose_predicatewise",
+    "compose_sequential",
+    "device_day_epsilon",
+    "w_event_per_tick",
+]
+
+#: The unit of privacy of every mechanism in occustream.
+UNIT_OF_PRIVACY = "event-level (device, tick)"
+
+#: 5-minute ticks in a day.
+TICKS_PER_DAY = 288
+
+#: Float slack when comparing sums of ε with a cap (ε values are O(1)).
+_TOL = 1e-9
+
+
+def _check_eps(name: str, value: float) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name} must be a number ≥ 0, not {value!r}") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{name} must be a finite number ≥ 0, not {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An (ε, δ) privacy budget (δ = 0: pure DP).
+
+    Attributes:
+        epsilon: ε ≥ 0.
+        delta: δ in [0, 1).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _check_eps("epsilon", self.epsilon))
+        d = _check_eps("delta", self.delta)
+        if d >= 1:
+            raise InvalidParameterError(f"delta must be in [0, 1), not {self.delta!r}")
+        object.__setattr__(self, "delta", d)
+
+    def __add__(self, other: Budget) -> Budget:
+        """Sequential composition."""
+        if not isinstance(other, Budget):
+            return NotImplemented
+        return Budget(self.epsilon + other.epsilon, min(self.delta + other.delta, 1 - 1e-300))
+
+    def scale(self, weight: float) -> Budget:
+        """This budget times ``weight`` (a scope's share)."""
+        w = _check_eps("weight", weight)
+        return Budget(self.epsilon * w, self.delta * w)
+
+    def fits_in(self, cap: Budget, tol: float = _TOL) -> bool:
+        """Whether this spending is within ``cap`` (up to float slack ``tol``)."""
+        return self.epsilon <= cap.epsilon + tol and self.delta <= cap.delta + tol
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-friendly form."""
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+def _as_budget(b: Budget | float) -> Budget:
+    return b if isinstance(b, Budget) else Budget(float(b))
+
+
+def compose_sequential(budgets: Iterable[Budget | float]) -> Budget:
+    """Budgets of mechanisms run on the same data: ε and δ add (basic composition)."""
+    out = Budget(0.0)
+    for b in budgets:
+        out = out + _as_budget(b)
+    return out
+
+
+def compose_parallel(budgets: Iterable[Budget | float]) -> Budget:
+    """Budgets of mechanisms run on disjoint data (e.g. locations): the maximum."""
+    bs = [_as_budget(b) for b in budgets]
+    if not bs:
+        return Budget(0.0)
+    return Budget(max(b.epsilon for b in bs), max(b.delta for b in bs))
+
+
+def w_event_per_tick(epsilon_w: float, window_ticks: int) -> float:
+    """Budget-division w-event allocation (Kellaris et al. 2014): ε_w / w per tick."""
+    eps = _check_eps("epsilon_w", epsilon_w)
+    w = int(window_ticks)
+    if w < 1:
+        raise InvalidParameterError(f"window_ticks must be ≥ 1, not {window_ticks!r}")
+    return eps / w
+
+
+def device_day_epsilon(epsilon_per_tick: float, ticks_per_day: int = TICKS_PER_DAY) -> float:
+    """Cumulative ε of a device present in every tick of a day: ``ticks_per_day · ε``.
+
+    Sequential composition over the ticks the device appears in (288·ε for 5-minute
+    ticks). Under w-event budgeting with ε_w per window, pass ``w_event_per_tick(ε_w, w)``:
+    the day then costs ⌈ticks/w⌉·ε_w at most.
+    """
+    eps = _check_eps("epsilon_per_tick", epsilon_per_tick)
+    n = int(ticks_per_day)
+    if n < 1:
+        raise InvalidParameterError(f"ticks_per_day must be ≥ 1, not {ticks_per_day!r}")
+    return n * eps
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """Machine-readable record of one release (what was spent, where, on what unit).
+
+    Attributes:
+        mechanism: e.g. ``"laplace"``, ``"pegasus"``, ``"mide:tslm"``.
+        tick: tick index of the release (None: not tied to one tick).
+        epsilon: ε charged to the scope by this release.
+        scope: path of the charged scope, e.g. ``"building:dbh/mechanism:pegasus"``.
+        unit: unit of privacy (:data:`UNIT_OF_PRIVACY`).
+        composition: ``"sequential"`` or ``"parallel"`` (how ``parts`` combined).
+        parts: ε of the parts this release composed (e.g. per component).
+        delta: δ charged.
+        n_locations: number of released values (disjoint locations: parallel).
+        sensitivity: L1 sensitivity assumed per tick.
+        sampler: noise sampler of the values that left the system.
+        guarantee: the guarantee shipped, in words.
+        note: free text (e.g. the grouper/perturber split).
+    """
+
+    mechanism: str
+    tick: int | None
+    epsilon: float
+    scope: str
+    unit: str = UNIT_OF_PRIVACY
+    composition: str = "sequential"
+    parts: tuple[float, ...] = ()
+    delta: float = 0.0
+    n_locations: int | None = None
+    sensitivity: float = 1.0
+    sampler: str = "discrete-laplace (exact)"
+    guarantee: str = "pure ε-DP"
+    note: str = ""
+
+    @property
+    def release_id(self) -> str:
+        """Deterministic id ``scope|mechanism|tick`` (replays produce the same id)."""
+        return f"{self.scope}|{self.mechanism}|{'-' if self.tick is None else self.tick}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (with ``release_id``)."""
+        d = asdict(self)
+        d["parts"] = list(self.parts)
+        d["release_id"] = self.release_id
+        return d
+
+    def to_json(self) -> str:
+        """Compact JSON, keys sorted."""
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LedgerRecord:
+        """Inverse of :meth:`to_dict` (``release_id`` ignored)."""
+        kw = {k: v for k, v in d.items() if k != "release_id"}
+        kw["parts"] = tuple(float(x) for x in kw.get("parts", ()))
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class DeviceDayReport:
+    """Honest cumulative loss of one device over one day.
+
+    Attributes:
+        unit: unit of privacy of the per-tick figures.
+        day_start_tick: first tick of the day.
+        ticks_per_day: ticks in the day.
+        ticks_with_releases: ticks of the day with any spending.
+        event_level_epsilon: max over the day's ticks of the ε spent at a tick — the
+            guarantee for one (device, tick) event.
+        device_day_epsilon: Σ over the day's ticks of the ε spent (plus stream-wide
+            spending): the loss of a device present in every tick.
+        window_ticks: w for w-event budgeting, or None.
+        w_event_epsilon: max ε over any w consecutive ticks (None without w).
+        statement: the sentence a report must print.
+    """
+
+    unit: str
+    day_start_tick: int
+    ticks_per_day: int
+    ticks_with_releases: int
+    event_level_epsilon: float
+    device_day_epsilon: float
+    window_ticks: int | None
+    w_event_epsilon: float | None
+    statement: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return asdict(self)
+
+
+class Accountant:
+    """Scoped privacy accountant (a tree of weighted scopes; see the module docstring).
+
+    Example::
+
+        acct = Accountant(Budget(1.0), name="building:dbh")
+        peg = acct.scope("mechanism:pegasus", weight=0.5)
+        rec = peg.spend(0.5, mechanism="pegasus", tick=12, n_locations=64)
+
+    Args:
+        total: the cap of this (root) scope, per tick (or per window of ``window_ticks``).
+        name: the root scope's name.
+        window_ticks: None for event-level per-tick caps; w for w-event caps over any
+            w consecutive ticks.
+    """
+
+    def __init__(
+        self,
+        total: Budget | float,
+        *,
+        name: str = "building",
+        window_ticks: int | None = None,
+        _parent: Accountant | None = None,
+        _weight: float = 1.0,
+    ) -> None:
+        if not name or "/" in name:
+            raise InvalidParameterError(f"name must be non-empty without '/', not {name!r}")
+        if window_ticks is not None and int(window_ticks) < 1:
+            raise InvalidParameterError(f"window_ticks must be ≥ 1 or None, not {window_ticks!r}")
+        self.name = name
+        self.parent = _parent
+        self.weight = float(_weight)
+        self.cap: Budget = _as_budget(total)
+        self.window_ticks = None if window_ticks is None else int(window_ticks)
+        self._children: dict[str, Accountant] = {}
+        self._per_tick: dict[int, Budget] = {}
+        self._static = Budget(0.0)
+        self._records: list[LedgerRecord] = [] if _parent is None else _parent._records
+
+    # ---------------------------------------------------------------- structure
+    @property
+    def path(self) -> str:
+        """Scope path from the root, ``/``-separated."""
+        return self.name if self.parent is None else f"{self.parent.path}/{self.name}"
+
+    @property
+    def root(self) -> Accountant:
+        """The root accountant."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def scope(self, name: str, weight: float = 1.0) -> Accountant:
+        """The child scope ``name`` with ``weight`` of this scope's cap (created once).
+
+        Raises:
+            InvalidParameterError: weight outside (0, 1], sibling weights adding to more
+                than 1, or an existing child asked for with another weight.
+        """
+        w = _check_eps("weight", weight)
+        if not (0 < w <= 1):
+            raise InvalidParameterError(f"weight must be in (0, 1], not {weight!r}")
+        if name in self._children:
+            child = self._children[name]
+            if abs(child.weight - w) > _TOL:
+                raise InvalidParameterError(
+                    f"weight must be {child.weight:g} for existing scope {name!r}, not {weight!r}"
+                )
+            return child
+        used = sum(c.weight for c in self._children.values())
+        if used + w > 1 + _TOL:
+            raise InvalidParameterError(
+                f"weight must be ≤ {1 - used:g} (siblings already use {used:g}) in scope "
+                f"{self.path!r}, not {weight!r}"
+            )
+        child = Accountant(
+            self.cap.scale(w), name=name, window_ticks=self.window_ticks, _parent=self, _weight=w
+        )
+        self._children[name] = child
+        return child
+
+    # ---------------------------------------------------------------- figures
+    def _window_spent(self, tick: int | None) -> Budget:
+        if tick is None:
+            per = compose_parallel(self._per_tick.values())
+            return self._static + per
+        w = self.window_ticks or 1
+        return self._static + compose_sequential(
+            b for t, b in self._per_tick.items() if tick - w < t <= tick
+        )
+
+    def _worst_window_after(self, tick: int | None, extra: Budget) -> Budget:
+        """Largest spending of any window affected if ``extra`` is added at ``tick``."""
+        if tick is None:
+            return self._window_spent(None) + extra
+        w = self.window_ticks or 1
+        if w == 1:
+            return self._window_spent(tick) + extra
+        lo, hi = tick - w + 1, tick + w - 1
+        eps = np.zeros(hi - lo + 1)
+        dl = np.zeros(hi - lo + 1)
+        for t, b in self._per_tick.items():
+            if lo <= t <= hi:
+                eps[t - lo] += b.epsilon
+                dl[t - lo] += b.delta
+        eps[tick - lo] += extra.epsilon
+        dl[tick - lo] += extra.delta
+        ce = np.concatenate([[0.0], np.cumsum(eps)])
+        cd = np.concatenate([[0.0], np.cumsum(dl)])
+        win_e = ce[w:] - ce[:-w]
+        win_d = cd[w:] - cd[:-w]
+        return Budget(
+            self._static.epsilon + float(win_e.max()), min(self._static.delta + win_d.max(), 0.999)
+        )
+
+    def spent(self, tick: int | None = None) -> Budget:
+        """Spending at ``tick`` (its window with w-event); None: worst tick/window."""
+        if tick is None and self.window_ticks and self.window_ticks > 1 and self._per_tick:
+            return max(
+                (self._window_spent(t) for t in self._per_tick), key=lambda b: b.epsilon
+            )
+        return self._window_spent(tick)
+
+    def remaining(self, tick: int | None = None) -> Budget:
+        """What this scope can still spend at ``tick`` (ignoring ancestors' caps)."""
+        s = self.spent(tick)
+        return Budget(max(self.cap.epsilon - s.epsilon, 0.0), max(self.cap.delta - s.delta, 0.0))
+
+    @property
+    def records(self) -> tuple[LedgerRecord, ...]:
+        """Every record of the whole tree, in spending order."""
+        return tuple(self._records)
+
+    # ---------------------------------------------------------------- spending
+    def _check(self, tick: int | None, amount: Budget) -> None:
+        node: Accountant | None = self
+        while node is not None:
+            after = node._worst_window_after(tick, amount)
+            if not after.fits_in(node.cap):
+                before = node.spent(tick)
+                remaining = max(node.cap.epsilon - before.epsilon, 0.0)
+                if node.window_ticks and node.window_ticks > 1 and tick is not None:
+                    remaining = max(node.cap.epsilon - (after.epsilon - amount.epsilon), 0.0)
+                raise BudgetExhaustedError(amount.epsilon, remaining, node.path)
+            node = node.parent
+
+    def _charge(self, tick: int | None, amount: Budget) -> None:
+        node: Accountant | None = self
+        while node is not None:
+            if tick is None:
+                node._static = node._static + amount
+            else:
+                node._per_tick[tick] = node._per_tick.get(tick, Budget(0.0)) + amount
+            node = node.parent
+
+    def spend(
+        self,
+        epsilon: float,
+        *,
+        mechanism: str,
+        tick: int | None = None,
+        delta: float = 0.0,
+        parts: Sequence[float] = (),
+        n_locations: int | None = None,
+        sensitivity: float = 1.0,
+        sampler: str = "discrete-laplace (exact)",
+        guarantee: str = "pure ε-DP",
+        note: str = "",
+    ) -> LedgerRecord:
+        """Charge ε (sequential composition within the tick) and return the record.
+
+        Args:
+            epsilon: ε of the release (e.g. ``PegasusConfig.spent_epsilon``).
+            mechanism: mechanism name for the ledger.
+            tick: the tick released (None: spending not tied to a tick, counts against
+                every tick).
+            delta: δ of the release.
+            parts: ε of the parts it consists of (recorded only; e.g. (ε_p, ε_g)).
+            n_locations: number of values released (disjoint locations).
+            sensitivity: L1 sensitivity per tick assumed by the release.
+            sampler: the noise sampler of released values.
+            guarantee: the guarantee shipped, in words.
+            note: free text.
+
+        Raises:
+            BudgetExhaustedError: this scope or an ancestor would exceed its cap; nothing
+                is charged then.
+        """
+        amount = Budget(epsilon, delta)
+        t = None if tick is None else int(tick)
+        self._check(t, amount)
+        self._charge(t, amount)
+        rec = LedgerRecord(
+            mechanism=mechanism,
+            tick=t,
+            epsilon=amount.epsilon,
+            scope=self.path,
+            composition="sequential",
+            parts=tuple(float(p) for p in parts),
+            delta=amount.delta,
+            n_locations=n_locations,
+            sensitivity=float(sensitivity),
+            sampler=sampler,
+            guarantee=guarantee,
+            note=note,
+        )
+        self._records.append(rec)
+        return rec
+
+    def spend_parallel(
+        self, epsilons: Sequence[float], *, mechanism: str, tick: int | None = None, **kw: Any
+    ) -> LedgerRecord:
+        """Charge releases on disjoint data (parallel composition: the maximum ε)."""
+        eps = [_check_eps("epsilon", e) for e in epsilons]
+        if not eps:
+            raise InvalidParameterError("epsilons must be non-empty, not []")
+        kw.setdefault("n_locations", len(eps))
+        rec = self.spend(max(eps), mechanism=mechanism, tick=tick, parts=eps, **kw)
+        rec = LedgerRecord(**{**asdict(rec), "composition": "parallel", "parts": tuple(eps)})
+        self._records[-1] = rec
+        return rec
+
+    def forget_before(self, tick: int) -> None:
+        """Drop per-tick spending older than ``tick`` − w (keeps memory bounded)."""
+        keep_from = int(tick) - (self.window_ticks or 1) + 1
+        stack: list[Accountant] = [self.root]
+        while stack:
+            node = stack.pop()
+            node._per_tick = {t: b for t, b in node._per_tick.items() if t >= keep_from}
+            stack.extend(node._children.values())
+
+    def device_day_report(
+        self, day_start_tick: int, ticks_per_day: int = TICKS_PER_DAY
+    ) -> DeviceDayReport:
+        """Cumulative loss of a device present all day in this scope (see the module)."""
+        start = int(day_start_tick)
+        n = int(ticks_per_day)
+        ticks = [t for t in self._per_tick if start <= t < start + n]
+        per = [self._per_tick[t].epsilon + self._static.epsilon for t in ticks]
+        event = max(per, default=self._static.epsilon)
+        day = sum(self._per_tick[t].epsilon for t in ticks) + self._static.epsilon
+        w_eps = None
+        if self.window_ticks:
+            w_eps = max((self._window_spent(t).epsilon for t in ticks), default=0.0)
+        statement = (
+            f"Each (device, tick) event is protected at ε = {event:g} ({UNIT_OF_PRIVACY}). "
+            f"A device present in all {len(ticks)} released ticks of this day has spent "
+            f"ε = {day:g} under sequential composition"
+            + (f"; any {self.window_ticks} consecutive ticks cost at most ε = {w_eps:g}"
+               if w_eps is not None else "")
+            + f" (a full day of {n} ticks at ε = {event:g} per tick is {n * event:g})."
+        )
+        return DeviceDayReport(
+            unit=UNIT_OF_PRIVACY,
+            day_start_tick=start,
+            ticks_per_day=n,
+            ticks_with_releases=len(ticks),
+            event_level_epsilon=event,
+            device_day_epsilon=day,
+            window_ticks=self.window_ticks,
+            w_event_epsilon=w_eps,
+            statement=statement,
+        )
+
+
+# ------------------------------------------------------------------ predicate-wise DP
+
+
+def compose_predicatewise(
+    theta1: Mapping[frozenset[Hashable], float], theta2: Mapping[frozenset[Hashable], float]
+) -> dict[frozenset[Hashable], float]:
+    """Thm 5.2 (thesis): compose two predicate-wise DP guarantees.
+
+    Each Θ maps a predicate — the set of atoms (e.g. locations) it holds; the predicates
+    of one Θ are mutually exclusive — to its ε. The result holds λ ∧ λ' for every
+    overlapping pair with ε + ε'; atoms covered by only one side keep that side's ε
+    (the other side's implicit "rest" predicate has ε = 0).
+    """
+    out: dict[frozenset[Hashable], float] = {}
+    covered2: set[Hashable] = set().union(*theta2.keys()) if theta2 else set()
+    covered1: set[Hashable] = set().union(*theta1.keys()) if theta1 else set()
+    for l1, e1 in theta1.items():
+        for l2, e2 in theta2.items():
+            both = frozenset(l1 & l2)
+            if both:
+                out[both] = float(e1) + float(e2)
+        only = frozenset(l1 - covered2)
+        if only:
+            out[only] = float(e1)
+    for l2, e2 in theta2.items():
+        only = frozenset(l2 - covered1)
+        if only:
+            out[only] = float(e2)
+    return out
+
+
+@dataclass(frozen=True)
+class PredicateEntry:
+    """One predicate-wise release in the internal ledger (never published).
+
+    Attributes:
+        mechanism: e.g. ``"mide:ppwlm"``.
+        tick: tick of the release (None: not tied to a tick).
+        predicates: the predicates (atoms, e.g. location ids) in ledger order.
+        epsilons: ε per predicate (ex-post: data dependent, internal only).
+        ex_post: whether the vector is an ex-post (data-dependent) cost (Def. 5.3).
+        scope: ledger scope.
+        unit: unit of privacy.
+        internal: always True — these figures must not reach analysts or alerts.
+    """
+
+    mechanism: str
+    tick: int | None
+    predicates: tuple[str, ...]
+    epsilons: tuple[float, ...]
+    ex_post: bool = True
+    scope: str = ""
+    unit: str = UNIT_OF_PRIVACY
+    internal: bool = field(default=True, init=False)
+
+    @property
+    def max_epsilon(self) -> float:
+        """The (ex-post) DP cost of this release: max over predicates (Thm 5.3)."""
+        return max(self.epsilons, default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        d = asdict(self)
+        d["predicates"] = list(self.predicates)
+        d["epsilons"] = list(self.epsilons)
+        d["max_epsilon"] = self.max_epsilon
+        return d
+
+    def to_json(self) -> str:
+        """Compact JSON, keys sorted."""
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+class PredicateLedger:
+    """Per-predicate ε over a fixed set of mutually exclusive predicates (thesis §5.2.1).
+
+    Typical use (MIDE, predicates = locations, one tick):
+    ``ledger.record(eps_vector, mechanism="mide:ppwlm", tick=t)`` after each decision;
+    ``ledger.ex_post_epsilon(t)`` is the max over locations (Thm 5.3). Records at the
+    same tick compose by Thm 5.2 (same atoms: ε add per predicate); different ticks
+    are disjoint events (parallel). A mechanism whose predicates are unions of atoms
+    (e.g. floors) is recorded with :meth:`record_partition`.
+
+    Args:
+        predicates: the atoms (e.g. location ids), mutually exclusive.
+        epsilon_max: optional cap per predicate and tick (data-independent ε_max).
+        scope: ledger scope label.
+    """
+
+    def __init__(
+        self, predicates: Sequence[str], *, epsilon_max: float | None = None, scope: str = ""
+    ) -> None:
+        self.predicates = tuple(str(p) for p in predicates)
+        if len(set(self.predicates)) != len(self.predicates):
+            raise InvalidParameterError("predicates must be distinct, not with duplicates")
+        self._index = {p: i for i, p in enumerate(self.predicates)}
+        self.epsilon_max = None if epsilon_max is None else _check_eps("epsilon_max", epsilon_max)
+        self.scope = scope
+        self._per_tick: dict[int | None, np.ndarray] = {}
+        self._entries: list[PredicateEntry] = []
+
+    def _vector(self, epsilons: np.ndarray | Mapping[str, float] | Sequence[float]) -> np.ndarray:
+        if isinstance(epsilons, Mapping):
+            vec = np.zeros(len(self.predicates))
+            for p, e in epsilons.items():
+                if str(p) not in self._index:
+                    raise InvalidParameterError(f"predicate must be one of the ledger's, not {p!r}")
+                vec[self._index[str(p)]] = _check_eps("epsilon", e)
+            return vec
+        vec = np.asarray(epsilons, dtype=float)
+        if vec.shape != (len(self.predicates),):
+            raise InvalidParameterError(
+                f"epsilons must have shape ({len(self.predicates)},), not {vec.shape!r}"
+            )
+        if np.any(~np.isfinite(vec)) or np.any(vec < 0):
+            raise InvalidParameterError("epsilons must be finite and ≥ 0")
+        return vec
+
+    def record(
+        self,
+        epsilons: np.ndarray | Mapping[str, float] | Sequence[float],
+        *,
+        mechanism: str,
+        tick: int | None = None,
+        ex_post: bool = True,
+    ) -> PredicateEntry:
+        """Add a release's per-predicate ε (Thm 5.2 composition with earlier ones).
+
+        Raises:
+            BudgetExhaustedError: a predicate would exceed ``epsilon_max`` at this tick.
+        """
+        vec = self._vector(epsilons)
+        t = None if tick is None else int(tick)
+        cur = self._per_tick.get(t, np.zeros(len(self.predicates)))
+        static = self._per_tick.get(None, np.zeros(len(self.predicates))) if t is not None else 0
+        after = cur + vec + static
+        if self.epsilon_max is not None and after.size and after.max() > self.epsilon_max + _TOL:
+            i = int(np.argmax(after))
+            raise BudgetExhaustedError(
+                float(vec[i]), max(self.epsilon_max - float((cur + static)[i]), 0.0),
+                f"{self.scope or 'predicates'}:{self.predicates[i]}",
+            )
+        self._per_tick[t] = cur + vec
+        entry = PredicateEntry(
+            mechanism=mechanism,
+            tick=t,
+            predicates=self.predicates,
+            epsilons=tuple(float(e) for e in vec),
+            ex_post=ex_post,
+            scope=self.scope,
+        )
+        self._entries.append(entry)
+        return entry
+
+    def record_partition(
+        self,
+        groups: Mapping[str, tuple[Sequence[str], float]],
+        *,
+        mechanism: str,
+        tick: int | None = None,
+        ex_post: bool = True,
+    ) -> PredicateEntry:
+        """Record a mechanism whose predicates are unions of atoms: name → (atoms, ε).
+
+        Every atom of a group takes the group's ε (Thm 5.2: the intersection of the group
+        with each atom is the atom).
+        """
+        vec = np.zeros(len(self.predicates))
+        seen: set[str] = set()
+        for name, (atoms, eps) in groups.items():
+            e = _check_eps("epsilon", eps)
+            for a in atoms:
+                a = str(a)
+                if a not in self._index:
+                    raise InvalidParameterError(f"atoms of {name!r} must be predicates, not {a!r}")
+                if a in seen:
+                    raise InvalidParameterError(
+                        f"groups must be mutually exclusive, not sharing {a!r}"
+                    )
+                seen.add(a)
+                vec[self._index[a]] = e
+        return self.record(vec, mechanism=mechanism, tick=tick, ex_post=ex_post)
+
+    def epsilons(self, tick: int | None = None) -> np.ndarray:
+        """Cumulative ε per predicate at ``tick`` (plus tick-less records)."""
+        z = np.zeros(len(self.predicates))
+        base = self._per_tick.get(None, z)
+        return base if tick is None else base + self._per_tick.get(int(tick), z)
+
+    def ex_post_epsilon(self, tick: int | None = None) -> float:
+        """DP cost at ``tick``: max over predicates (Thm 5.3); None: worst tick."""
+        if tick is None:
+            ticks = [t for t in self._per_tick if t is not None] or [None]
+            return max(float(self.epsilons(t).max(initial=0.0)) for t in ticks)
+        return float(self.epsilons(tick).max(initial=0.0))
+
+    @property
+    def entries(self) -> tuple[PredicateEntry, ...]:
+        """Every entry, in order."""
+        return tuple(self._entries)
