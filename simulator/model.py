@@ -129,6 +129,8 @@ class BuildingPlan:
         self.hang_w /= self.hang_w.sum()
         self.restrooms = by_kind.get("restroom", [])
         self.offices = by_kind.get("office", [])
+        office_w = np.array([self.cap[i] for i in self.offices], float)
+        self.office_w = office_w / office_w.sum() if len(office_w) else office_w
         self.meetings = by_kind.get("meeting", [])
         self.exits = by_kind.get("corridor", []) + by_kind.get("public", [])
         (self.tt_seq, self.visit_seq, self.people_seq, self.meet_seq) = seq.spawn(4)
@@ -289,8 +291,8 @@ class BuildingPlan:
                            for sl in attended]
                     if self.offices and rng.random() < 0.08:
                         s = t_day + rng.uniform(10.0, 16.0) * HOUR_S
-                        ap_ = _insert(ap_, (s, s + 20 * MIN_S,
-                                            self.offices[int(rng.integers(len(self.offices)))]))
+                        office = self.offices[int(rng.choice(len(self.offices), p=self.office_w))]
+                        ap_ = _insert(ap_, (s, s + 20 * MIN_S, office))
                     arrive = ap_[0][0] - rng.uniform(5.0, 20.0) * MIN_S
                     stay_on = rng.uniform(30.0, 150.0) if rng.random() < 0.3 else 0.0
                     leave = ap_[-1][1] + (stay_on + rng.uniform(1.0, 5.0)) * MIN_S

@@ -15,7 +15,8 @@ MALFORMED_RATE = 0.002
 @pytest.fixture(scope="session")
 def week() -> Simulation:
     """dbh, Monday 2026-01-05 .. Sunday, all scenarios, malformed records at 0.2 %."""
-    return simulate("dbh", days=7, seed=WEEK_SEED, scenarios=Scenarios(malformed_rate=MALFORMED_RATE))
+    scenarios = Scenarios(malformed_rate=MALFORMED_RATE)
+    return simulate("dbh", days=7, seed=WEEK_SEED, scenarios=scenarios)
 
 
 @pytest.fixture(scope="session")

