@@ -23,6 +23,7 @@ queries are linear interpolations — vectorised over any array of (y, z).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,19 @@ class _GridDensity:
 
 
 def _fit_grid(
-    groups: np.ndarray, values: np.ndarray, n_groups: int, bandwidth_scale: float, max_grid: int
+    groups: np.ndarray,
+    values: np.ndarray,
+    n_groups: int,
+    bandwidth_scale: float,
+    max_grid: int,
+    *,
+    unit_fraction: bool = False,
 ) -> tuple[_GridDensity, np.ndarray, np.ndarray]:
-    """Per-group Gaussian KDE on a shared grid; returns (grid, counts, bandwidths)."""
+    """Per-group Gaussian KDE on a shared grid; returns (grid, counts, bandwidths).
+
+    ``unit_fraction``: make the grid step 1/k for an integer k, so shifting by an
+    integer moves by whole grid steps (fast evaluation of ``g(y − z)`` on integer z).
+    """
     n = np.bincount(groups, minlength=n_groups).astype(float)
     s1 = np.bincount(groups, weights=values, minlength=n_groups)
     s2 = np.bincount(groups, weights=values**2, minlength=n_groups)
@@ -69,6 +80,9 @@ def _fit_grid(
     span_total = hi - lo + 2 * pad
     n_g = int(min(max_grid, max(64, 2 ** int(np.ceil(np.log2(span_total / 1e-3 + 2))))))
     dy = span_total / (n_g - 1)
+    if unit_fraction:
+        dy = 1.0 / math.ceil(1.0 / dy) if dy < 1 else float(math.ceil(dy))
+        n_g = int(math.ceil(span_total / dy)) + 1
     # Floor the bandwidth at two grid steps (and pad again if it grew).
     h = np.maximum(np.nan_to_num(h), 2 * dy)
     y0 = lo - pad
@@ -116,8 +130,46 @@ class ConditionalKDE:
         return np.maximum((n_z * f_z + k * g) / (n_z + k), DENSITY_FLOOR)
 
     def logpdf(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """Log of :meth:`pdf`."""
+        """Log of :meth:`pdf` (fast path for ``y`` of shape (..., 1) and a z grid 0..Z)."""
+        y = np.asarray(y, dtype=float)
+        z = np.asarray(z)
+        if (
+            z.ndim == 1
+            and y.ndim >= 1
+            and y.shape[-1] == 1
+            and z.size
+            and np.array_equal(z, np.arange(z.size))
+            and self.residual.dy <= 1
+        ):
+            return np.log(self._pdf_zgrid(y[..., 0], z.size))
         return np.log(self.pdf(y, z))
+
+    def _pdf_zgrid(self, y: np.ndarray, n_z: int) -> np.ndarray:
+        """``pdf(y[..., None], arange(n_z))`` with index arithmetic shared across z."""
+        k = self.prior_weight
+        # Residual g(y − z): the grid step is 1/s, so z shifts the index by s·z exactly.
+        res = self.residual
+        s = int(round(1.0 / res.dy))
+        vals = np.concatenate([[0.0, 0.0], res.values[0], [0.0, 0.0]])  # outside → 0
+        n_g = vals.size
+        pos = (y - res.y0) / res.dy
+        base = np.floor(pos)
+        frac = (pos - base)[..., None]
+        idx = (base.astype(np.int64) + 2)[..., None] - s * np.arange(n_z)
+        np.clip(idx, 0, n_g - 2, out=idx)
+        g = vals.take(idx)
+        g += (vals.take(idx + 1) - g) * frac
+        n_rows = min(n_z, self.n_per_z.shape[0])
+        n = np.zeros(n_z)
+        n[:n_rows] = self.n_per_z[:n_rows]
+        out = g * (k / (n + k))
+        rows = np.flatnonzero(n > 0)
+        if rows.size:
+            # Per-z part: the grid position depends on y only, gather all rows at once.
+            f_z = self.per_z.at(rows[:, None], y.reshape(1, -1))  # (R, N)
+            f_z = np.moveaxis(f_z.reshape(rows.size, *y.shape), 0, -1)
+            out[..., rows] += f_z * (n[rows] / (n[rows] + k))
+        return np.maximum(out, DENSITY_FLOOR)
 
 
 def fit_conditional_kde(
@@ -154,5 +206,7 @@ def fit_conditional_kde(
     if np.any(zi < 0) or np.any(np.abs(z - zi) > 1e-9):
         raise InvalidParameterError("true_counts must be non-negative integers")
     per_z, n, h = _fit_grid(zi, y, int(zi.max()) + 1, bandwidth_scale, max_grid)
-    residual, _, _ = _fit_grid(np.zeros_like(zi), y - zi, 1, bandwidth_scale, max_grid)
+    residual, _, _ = _fit_grid(
+        np.zeros_like(zi), y - zi, 1, bandwidth_scale, max_grid, unit_fraction=True
+    )
     return ConditionalKDE(per_z, n, h, residual, prior_weight)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, xlogy
+from scipy.special import gammaln
 
 from mechanisms.errors import InvalidParameterError, check_positive
 
@@ -191,21 +191,36 @@ def _posterior_block(
 ) -> np.ndarray:
     if m_hi == 0:
         return np.zeros_like(y)
-    z = np.arange(m_hi + 1, dtype=float)[None, None, :]
-    mm = m.astype(float)[:, None, None]
-    pp = p[:, :, None]
-    valid = z <= mm
+    z = np.arange(m_hi + 1, dtype=float)
+    mm = m.astype(float)[:, None]
+    # log C(m, z) depends on (t, z) only; z > m is masked with -inf.
     with np.errstate(invalid="ignore", divide="ignore"):
-        log_binom = (
-            gammaln(mm + 1) - gammaln(z + 1) - gammaln(np.maximum(mm - z, 0) + 1)
-            + xlogy(z, pp) + xlogy(mm - z, 1 - pp)
-        )
-        log_w = np.where(valid, log_binom + likelihood.logpdf(y[:, :, None], z), -np.inf)
-        den = logsumexp(log_w, axis=-1)
-        num = logsumexp(log_w, axis=-1, b=np.broadcast_to(z, log_w.shape))
-        post = np.exp(num - den) / np.where(m > 0, m, 1)[:, None]
+        log_c = gammaln(mm + 1) - gammaln(z + 1) - gammaln(np.maximum(mm - z, 0) + 1)
+        log_c = np.where(z <= mm, log_c, -np.inf)[:, None, :]
+        lp = np.log(p)[:, :, None]
+        lq = np.log1p(-p)[:, :, None]
+    # z·log p + (m − z)·log(1 − p) with the 0·log 0 = 0 convention (p ∈ {0, 1}).
+    p3 = p[:, :, None]
+    a = np.where(p3 > 0, lp, 0.0) if np.any(p == 0) else lp
+    b = np.where(p3 < 1, lq, 0.0) if np.any(p == 1) else lq
+    log_w = z * (a - b)
+    log_w += (mm * b[..., 0])[:, :, None]
+    log_w += log_c
+    log_w += likelihood.logpdf(y[:, :, None], z)
+    if np.any(p == 0):
+        log_w = np.where((p3 == 0) & (z > 0), -np.inf, log_w)
+    if np.any(p == 1):
+        log_w = np.where((p3 == 1) & (z < mm[:, :, None]), -np.inf, log_w)
+    top = log_w.max(axis=-1, keepdims=True)
+    finite = np.isfinite(top[..., 0])
+    np.subtract(log_w, np.where(np.isfinite(top), top, 0.0), out=log_w)
+    np.exp(log_w, out=log_w)
+    den = log_w.sum(axis=-1)
+    num = log_w @ z
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = num / np.where(den > 0, den, 1.0) / np.where(m > 0, m, 1)[:, None]
     # No admissible z (density 0 everywhere): the output tells nothing; fall back to prior.
-    post = np.where(np.isfinite(den), post, p)
+    post = np.where(finite & (den > 0), post, p)
     post = np.where((m > 0)[:, None] & (p > 0), post, 0.0)
     return np.clip(np.nan_to_num(post, nan=0.0), 0.0, 1.0)
 

@@ -65,3 +65,17 @@ def test_kde_rejects_bad_input() -> None:
         fit_conditional_kde([1.5, 2.0], [1.0, 2.0])
     with pytest.raises(InvalidParameterError):
         fit_conditional_kde([1, 2], [1.0, 2.0], bandwidth_scale=0)
+
+
+def test_fast_z_grid_path_matches_generic_evaluation() -> None:
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 40, 5000)
+    kde = fit_conditional_kde(z, z + rng.laplace(0, 2, z.size))
+    y = rng.uniform(-10, 60, (50, 3, 1))
+    grid = np.arange(80)
+    fast = np.exp(kde.logpdf(y, grid))
+    slow = kde.pdf(y, grid[None, None, :])
+    big = slow > 1e-9
+    assert big.mean() > 0.3
+    np.testing.assert_allclose(fast[big], slow[big], rtol=1e-6)
+    assert np.abs(fast - slow).max() < 1e-9
