@@ -1,0 +1,131 @@
+"""Min-entropy γ(Θ): exact search vs brute-force vertex enumeration."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from mechanisms.errors import InvalidParameterError
+from mechanisms.mide.entropy import (
+    entropy,
+    min_entropy,
+    min_entropy_bruteforce,
+    min_entropy_solution,
+    posterior_bounds,
+)
+
+
+def _random_eps(rng, k):
+    scale = rng.choice([1e-6, 0.01, 0.1, 0.5, 2.0, 30.0])
+    eps = rng.exponential(scale, k)
+    kind = rng.integers(4)
+    if kind == 1:  # ties
+        eps = rng.choice(eps[: max(1, k // 3)], k)
+    elif kind == 2:  # extreme spread
+        eps[rng.integers(k)] = 60.0
+        eps[rng.integers(k)] = 0.0
+    return eps
+
+
+def test_exact_search_equals_brute_force_on_random_small_instances():
+    rng = np.random.default_rng(2024)
+    for _ in range(300):
+        k = int(rng.integers(1, 11))
+        eps = _random_eps(rng, k)
+        priors = rng.uniform(0.2, 5.0, k) if rng.random() < 0.3 else None
+        lo, hi = posterior_bounds(eps, priors)
+        sol = min_entropy_solution(lo, hi)
+        brute = min_entropy_bruteforce(lo, hi)
+        assert sol.exact
+        assert sol.value == pytest.approx(brute, abs=1e-9), (eps, priors)
+        # the minimiser is feasible and attains the value
+        assert sol.p.sum() == pytest.approx(1.0, abs=1e-9)
+        assert np.all(sol.p >= lo - 1e-12) and np.all(sol.p <= hi + 1e-12)
+        assert entropy(sol.p) == pytest.approx(sol.value, abs=1e-9)
+
+
+def test_equal_epsilons_and_zero_epsilons():
+    assert min_entropy(np.zeros(7)) == pytest.approx(math.log(7))
+    for e in (1e-9, 0.3, 2.3, 40.0):
+        eps = np.full(9, e)
+        lo, hi = posterior_bounds(eps)
+        assert min_entropy(eps) == pytest.approx(min_entropy_bruteforce(lo, hi), abs=1e-9)
+
+
+def test_larger_epsilon_never_raises_min_entropy():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        eps = rng.exponential(0.5, 8)
+        more = eps.copy()
+        more[rng.integers(8)] += rng.exponential(1.0)
+        assert min_entropy(more) <= min_entropy(eps) + 1e-12
+
+
+def _grouped_oracle(levels, sizes):
+    """Independent oracle for ties: enumerate member counts at the upper bound."""
+    eps = np.repeat(levels, sizes)
+    lo, hi = posterior_bounds(eps)
+    starts = np.cumsum([0, *sizes[:-1]])
+    g_lo, g_hi = lo[starts], hi[starts]
+    s = 1.0 - lo.sum()
+    best = math.inf
+    for counts in itertools.product(*[range(n + 1) for n in sizes]):
+        used = float(np.dot(counts, g_hi - g_lo))
+        rem = s - used
+        if rem < -1e-12:
+            continue
+        base = sum(c * -g_hi[i] * math.log(g_hi[i]) + (n - c) * -g_lo[i] * math.log(g_lo[i])
+                   for i, (c, n) in enumerate(zip(counts, sizes, strict=True)))
+        for g, (c, n) in enumerate(zip(counts, sizes, strict=True)):
+            if c < n and rem <= g_hi[g] - g_lo[g] + 1e-12:
+                x = g_lo[g] + max(rem, 0.0)
+                val = base + g_lo[g] * math.log(g_lo[g]) - x * math.log(x)
+                best = min(best, val)
+    return best
+
+
+@pytest.mark.parametrize("levels", [(0.01, 0.5, 3.0), (1e-5, 7e-4, 3.7), (0.2, 0.21, 0.9)])
+def test_many_ties_match_grouped_enumeration(levels):
+    sizes = [25, 20, 15]
+    eps = np.repeat(levels, sizes)
+    assert min_entropy(eps) == pytest.approx(_grouped_oracle(np.array(levels), sizes),
+                                             abs=1e-9)
+
+
+def test_upper_bound_set_is_not_a_prefix_by_epsilon():
+    """Why a search is needed: best 'widest-first' vertex is strictly worse here."""
+    eps = np.array([0.003, 0.005, 0.111, 0.253, 0.353, 0.411, 0.439, 0.751])
+    lo, hi = posterior_bounds(eps)
+    k = eps.size
+    best_prefix = math.inf
+    for f in range(k):
+        for top in range(k):
+            p = lo.copy()
+            widest = [i for i in np.argsort(-eps) if i != f][:top]
+            p[widest] = hi[widest]
+            p[f] = 1.0 - (p.sum() - p[f])
+            if lo[f] - 1e-12 <= p[f] <= hi[f] + 1e-12:
+                best_prefix = min(best_prefix, entropy(p))
+    exact = min_entropy(eps)
+    assert exact == pytest.approx(min_entropy_bruteforce(lo, hi), abs=1e-12)
+    assert best_prefix > exact + 1e-4
+
+
+def test_ten_thousand_predicates_mide_shaped_is_exact():
+    rng = np.random.default_rng(1)
+    eps = rng.choice([1e-5, 7.2e-4, 0.051, 3.69], 10_000)
+    sol = min_entropy_solution(*posterior_bounds(eps))
+    assert sol.exact
+    assert 0 < sol.value < math.log(10_000)
+
+
+def test_bad_input():
+    with pytest.raises(InvalidParameterError):
+        posterior_bounds(np.array([-1.0, 2.0]))
+    with pytest.raises(InvalidParameterError):
+        posterior_bounds(np.array([]))
+    with pytest.raises(InvalidParameterError):
+        min_entropy_solution(np.array([0.6, 0.6]), np.array([0.7, 0.7]))
+    with pytest.raises(InvalidParameterError):
+        posterior_bounds(np.ones(3), priors=np.array([1.0, 0.0, 1.0]))
