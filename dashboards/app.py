@@ -34,7 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from dashboards.broker import Broker, sse_message
-from dashboards.openapi import spec
+from dashboards.openapi import allowed_query_parameters, spec
 from dashboards.readmodel import ReadModel
 from mechanisms.errors import ConfigError, InvalidParameterError, OccustreamError
 from streams.buildings import Site, load_site
@@ -45,6 +45,7 @@ STATIC = Path(__file__).parent / "static"
 KEEPALIVE_S = 15.0
 ROLE_KEY: Any = (web.RequestKey("role", str) if hasattr(web, "RequestKey")  # aiohttp >= 3.13
                  else "occustream.role")
+_ALLOWED_QUERY = allowed_query_parameters()
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -157,13 +158,26 @@ async def _errors_and_auth(
             return _error(401, "missing or invalid token: send 'Authorization: Bearer <token>'"
                           " (the analyst or admin token printed at start)")
         request[ROLE_KEY] = role
+        route = request.match_info.route.resource
+        allowed = _ALLOWED_QUERY.get(route.canonical if route is not None else "")
+        if allowed is not None:
+            unknown = sorted(set(request.query) - allowed)
+            if unknown:
+                return _error(400, f"unknown query parameter(s) {unknown}; this endpoint "
+                                   f"takes {sorted(allowed)}")
+            repeated = sorted(k for k in set(request.query) if len(request.query.getall(k)) > 1)
+            if repeated:
+                return _error(400, f"query parameter(s) {repeated} must be given once")
     try:
         return await handler(request)
     except InvalidParameterError as exc:
         return _error(400, str(exc))
     except web.HTTPException as exc:
         if exc.status >= 400 and path.startswith("/api/"):
-            return _error(exc.status, exc.reason or "error")
+            resp = _error(exc.status, exc.reason or "error")
+            if "Allow" in exc.headers:
+                resp.headers["Allow"] = exc.headers["Allow"]
+            return resp
         raise
 
 
@@ -220,7 +234,7 @@ async def ticks(request: web.Request) -> web.Response:
     mech = await rm.check_mech(request.query.get("mech"))
     day = request.query.get("day")
     start = end = None
-    if day:
+    if day is not None:
         if not _DAY.match(day):
             raise InvalidParameterError(f"day must be YYYY-MM-DD, not {day!r}")
         import datetime as dt

@@ -22,8 +22,26 @@ def _ok(schema: dict[str, Any], desc: str = "OK") -> dict[str, Any]:
     return {"description": desc, "content": {_JSON: {"schema": schema}}}
 
 
+def allowed_query_parameters() -> dict[str, frozenset[str]]:
+    """Path → the query parameters its GET/POST accepts (plus ``access_token``)."""
+    out = {}
+    for path, ops in spec()["paths"].items():
+        names = {p["name"] for op in ops.values() for p in op.get("parameters", [])
+                 if p["in"] == "query"}
+        out[path] = frozenset(names | {"access_token"})
+    return out
+
+
 def spec(server_url: str = "/") -> dict[str, Any]:
-    """The OpenAPI document."""
+    """The OpenAPI document (every operation documents 400 for bad/unknown parameters)."""
+    doc = _spec(server_url)
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            op["responses"].setdefault("400", _ERR)
+    return doc
+
+
+def _spec(server_url: str) -> dict[str, Any]:
     ref = "#/components/schemas/"
     return {
         "openapi": "3.0.3",
@@ -39,7 +57,7 @@ def spec(server_url: str = "/") -> dict[str, Any]:
             ),
         },
         "servers": [{"url": server_url}],
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"query_token": []}],
         "paths": {
             "/api/whoami": {"get": {"summary": "the caller's role", "responses": {
                 "200": _ok({"type": "object", "required": ["role"], "properties": {
@@ -116,7 +134,10 @@ def spec(server_url: str = "/") -> dict[str, Any]:
                               "401": _ERR}}},
         },
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "query_token": {"type": "apiKey", "in": "query", "name": "access_token"},
+            },
             "schemas": {
                 "Error": {"type": "object", "required": ["error", "status"], "properties": {
                     "error": {"type": "string"}, "status": {"type": "integer"}}},
