@@ -1,0 +1,193 @@
+"""Complex queries (ch. 6), query language, aggregates and the predicate-wise ledger."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mechanisms.errors import InvalidParameterError
+from mechanisms.mide.accounting import PredicateLedger
+from mechanisms.mide.aggregates import avg_query, count_query, sum_query
+from mechanisms.mide.complex import And, Leaf, Or, answer, leaf_epsilons, split_beta, truth
+from mechanisms.mide.language import (
+    AndExpr,
+    Condition,
+    CountSource,
+    OrExpr,
+    QuerySyntaxError,
+    RecordSource,
+    bind,
+    parse,
+)
+from mechanisms.mide.mechanisms import decide
+
+# FNR check as in test_mide_mechanisms: Binomial(N, β) upper (1 − ALPHA) quantile;
+# N = 20_000 gives power 0.99 against 1.3β at β = 0.05 (see there for the derivation).
+ALPHA = 1e-6
+BETA = 0.05
+N = 20_000
+
+
+def _leaf(values, thresholds, u, sens=1.0):
+    q = count_query(values, thresholds)
+    if sens != 1.0:
+        q = type(q)(q.values, q.thresholds, sens, "sum")
+    return Leaf(q, u)
+
+
+def test_naive_and_optimal_splits_follow_eq_6_21():
+    u = np.array([1.0, 2.0, 4.0])
+    tree = And(tuple(_leaf(np.ones(3), 0.0, x) for x in u))
+    np.testing.assert_allclose(split_beta(tree, 0.06, "naive"), [0.02, 0.02, 0.02])
+    prods = np.array([np.prod(np.delete(u, j)) for j in range(3)])
+    np.testing.assert_allclose(split_beta(tree, 0.06, "optimal"), 0.06 * prods / prods.sum())
+
+
+def test_optimal_split_minimises_total_epsilon():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(2, 6))
+        u = rng.uniform(0.5, 50, n)
+        sens = rng.uniform(0.5, 3, n)
+        tree = Or(tuple(_leaf(np.ones(2), 0.0, x, s) for x, s in zip(u, sens, strict=True)))
+        opt = leaf_epsilons(tree, split_beta(tree, BETA, "optimal")).sum()
+        assert opt <= leaf_epsilons(tree, split_beta(tree, BETA, "naive")).sum() + 1e-12
+        for _ in range(20):  # any other split on the simplex costs at least as much
+            w = rng.dirichlet(np.ones(n))
+            assert opt <= leaf_epsilons(tree, BETA * w).sum() + 1e-12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["naive", "optimal"])
+def test_tree_fnr_is_bounded_by_beta(split):
+    rng = np.random.default_rng(21)
+    c1, c2, c3 = (rng.integers(10, 300, N).astype(float) for _ in range(3))
+    # all three conditions just true: a miss by any leaf of the AND is a false negative
+    l1, l2 = _leaf(c1 + 1e-3, c1, 2.0), _leaf(c2 + 1e-3, c2, 5.0)
+    l3 = _leaf(c3 - 100.0, c3, 1.0)  # false branch of the OR
+    tree = And((l1, Or((l2, l3))))
+    res = answer(tree, beta=BETA, epsilon_max=10.0, split=split, rng=rng)
+    assert not res.denied
+    assert res.epsilon_spent == pytest.approx(
+        leaf_epsilons(tree, split_beta(tree, BETA, split)).sum())
+    t = truth(tree)
+    assert t.all()
+    fn = int((~res.positive).sum())
+    assert fn <= int(stats.binom.ppf(1 - ALPHA, N, BETA))
+
+
+def test_tree_denied_when_total_epsilon_exceeds_max():
+    tree = And((_leaf(np.ones(4), 0.0, 1.0), _leaf(np.ones(4), 0.0, 1.0)))
+    need = leaf_epsilons(tree, split_beta(tree, BETA)).sum()
+    r = answer(tree, beta=BETA, epsilon_max=need * 0.99)
+    assert r.denied and r.epsilon_spent == 0.0 and not r.positive.any()
+    assert not answer(tree, beta=BETA, epsilon_max=need * 1.01).denied
+    assert set(r.public()) == {"denied", "epsilon", "betas", "positive"}
+
+
+def test_sub_queries_must_share_predicates():
+    with pytest.raises(InvalidParameterError, match="same predicates"):
+        answer(And((_leaf(np.ones(3), 0.0, 1.0), _leaf(np.ones(4), 0.0, 1.0))), beta=BETA,
+               epsilon_max=10.0)
+
+
+def test_parse_builds_the_tree_with_precedence_and_units():
+    e = parse("count(location) > 0.8*capacity AND avg_dwell(location) > 30min ± 5min "
+              "OR sum_fare(location) > 2h")
+    assert isinstance(e, OrExpr)
+    conj, last = e.children
+    assert isinstance(conj, AndExpr)
+    a, b = conj.children
+    assert a == Condition("count", "location", 0.8, "capacity", None,
+                          "count(location) > 0.8*capacity")
+    assert (b.aggregate, b.factor, b.reference, b.u) == ("avg_dwell", 1800.0, None, 300.0)
+    assert (last.aggregate, last.factor) == ("sum_fare", 7200.0)
+    p = parse("(count(l) > 3 or count(l) > capacity*2) and count(l) > 50% +- 1")
+    assert isinstance(p, AndExpr) and isinstance(p.children[0], OrExpr)
+    assert p.children[1].factor == 0.5 and p.children[1].u == 1.0
+    assert p.children[0].children[1].factor == 2.0
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("", "column 1: expected a condition"),
+    ("count(location) >", "column 18: expected a threshold"),
+    ("count(location) < 5", "only '>'"),
+    ("median(location) > 5", "aggregate must be"),
+    ("count(location > 5", "column 16: expected '\\)'"),
+    ("count(location) > 5 AND", "column 24"),
+    ("count(location) > 5 count(location) > 2", "expected AND, OR or end"),
+    ("count(room) > 5 AND count(floor) > 2", "same predicates"),
+    ("count(location) > 5 ± 0", "must be > 0"),
+    ("count(location) > 5 $", "unexpected character '\\$'"),
+])
+def test_parse_errors_are_clear(text, match):
+    with pytest.raises(QuerySyntaxError, match=match):
+        parse(text)
+
+
+def test_bind_and_answer_end_to_end():
+    rng = np.random.default_rng(3)
+    k = 40
+    capacity = rng.integers(20, 100, k).astype(float)
+    counts = np.where(np.arange(k) < 20, capacity * 1.5, capacity * 0.2)
+    # dwell records: predicates < 10 have long dwell, others short
+    pred = np.repeat(np.arange(k), 30)
+    dwell = np.where(pred < 10, 3600.0, 300.0) + rng.uniform(-60, 60, pred.size)
+    sources = {"count": CountSource(counts),
+               "avg_dwell": RecordSource(dwell, pred, k, 0.0, 4 * 3600.0, n_min=30)}
+    tree = bind("count(location) > 0.8*capacity AND avg_dwell(location) > 30min ± 5min",
+                sources, {"capacity": capacity}, default_u={"count": 10.0})
+    assert isinstance(tree, And)
+    np.testing.assert_array_equal(truth(tree), np.arange(k) < 10)
+    res = answer(tree, beta=BETA, epsilon_max=20.0, rng=rng)
+    assert not res.denied
+    np.testing.assert_array_equal(res.positive[:10], True)  # far above: found
+    assert not res.positive[20:].any()  # far below in count
+    with pytest.raises(InvalidParameterError, match="uncertainty width for count"):
+        bind("count(location) > 3", sources)
+    with pytest.raises(InvalidParameterError, match="attribute must be one of"):
+        bind("count(location) > 0.5*size ± 1", sources, {"capacity": capacity})
+    with pytest.raises(InvalidParameterError, match="aggregate must be one of"):
+        bind("avg_fare(location) > 3 ± 1", sources)
+
+
+def test_aggregate_sensitivities_and_avg_rewrite():
+    pred = np.array([0, 0, 1, 1, 1, 2])
+    x = np.array([10.0, 50.0, 1.0, 2.0, 3.0, 100.0])
+    s = sum_query(x, pred, 3, 20.0, lower=0.0, upper=40.0, max_contributions=2)
+    np.testing.assert_allclose(s.values, [50.0, 6.0, 40.0])  # clipped to [0, 40]
+    assert s.sensitivity == 80.0
+    a = avg_query(x, pred, 3, np.array([25.0, 1.5, 50.0]), lower=0.0, upper=60.0)
+    # avg > c  <=>  Σ(clip(x) − c) > 0
+    clipped_avg = np.array([30.0, 2.0, 60.0])
+    np.testing.assert_array_equal(a.values > 0, clipped_avg > np.array([25.0, 1.5, 50.0]))
+    assert a.sensitivity == pytest.approx(max(60 - 1.5, 50 - 0.0))
+    assert count_query([1, 2], 1).sensitivity == 1.0
+    with pytest.raises(InvalidParameterError):
+        sum_query(x, pred, 3, 1.0, lower=5.0, upper=5.0)
+    with pytest.raises(InvalidParameterError):
+        sum_query(x, pred + 5, 3, 1.0, lower=0.0, upper=5.0)
+
+
+def test_ledger_composes_by_intersection_and_reports_ex_post():
+    led = PredicateLedger()
+    rooms = [("r1",), ("r2",), ("r3",)]
+    r = decide(np.array([5.0, 50.0, 500.0]), 40.0, algorithm="ppwlm", beta=BETA, alpha=1.0,
+               epsilon_max=4.0, rng=np.random.default_rng(1))
+    led.record("q1", [x[0] for x in rooms], epsilon_ex_ante=r.epsilon_spent, ex_post=r.ex_post)
+    # a second query over coarser predicates: building A = r1 ∪ r2, building B = r3
+    led.record("q2", {"A": ["r1", "r2"], "B": ["r3"]}, epsilon_ex_ante=1.0,
+               ex_post=np.array([0.4, 1.0]))
+    post = led.per_atom_ex_post()
+    assert post["r1"] == pytest.approx(r.ex_post[0] + 0.4)  # Thm 5.2: ε add on overlap
+    assert post["r3"] == pytest.approx(r.ex_post[2] + 1.0)
+    assert led.ex_post_dp() == pytest.approx(max(post.values()))  # Thm 5.3
+    assert led.ex_ante_dp() == pytest.approx(r.epsilon_spent + 1.0)
+    assert 0 <= led.min_entropy() <= math.log(3)
+    assert set(led.public_summary()) == {"runs", "epsilon_ex_ante_max", "unit"}
+    with pytest.raises(InvalidParameterError, match="mutually exclusive"):
+        led.record("bad", {"A": ["r1"], "B": ["r1"]}, epsilon_ex_ante=1.0,
+                   ex_post=np.ones(2))
+    with pytest.raises(InvalidParameterError, match="ex_post"):
+        led.record("bad", ["r1"], epsilon_ex_ante=1.0, ex_post=np.array([2.0]))
