@@ -283,7 +283,7 @@ def evaluate_2d(
     seed: int = 0,
     scale: int | None = None,
     n_queries: int = 2000,
-    xi0: float = float("inf"),
+    xi0: float | None = None,
     xi1: float | None = None,
     progress: object = None,
 ) -> list[ResultRow]:

@@ -394,7 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "device in one slot)")
     r.add_argument("--site", default="dbh", help="building/site model for .jsonl input")
     r.add_argument("--day", default=None, help="UTC day YYYY-MM-DD (default: from the data)")
-    r.add_argument("--xi0", type=float, default=math.inf, help="kd-tree count threshold ξ₀")
+    r.add_argument("--xi0", type=float, default=None,
+                   help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)")
     r.add_argument("--continuous", action="store_true",
                    help="continuous Laplace noise (default: exact discrete Laplace for "
                         "integer counts)")
@@ -424,7 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--gamma-in", type=float, default=None, help="initializer share γ_in")
     e.add_argument("--queries", type=int, default=2000, help="queries per random workload")
     e.add_argument("--two-d", action="store_true", help="kd-tree vs cell-based on 2-D data")
-    e.add_argument("--xi0", type=float, default=math.inf, help="kd-tree count threshold ξ₀")
+    e.add_argument("--xi0", type=float, default=None,
+                   help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)")
     e.add_argument("--format", default="md", choices=("md", "html"), help="report format")
     e.add_argument("--out", "-o", default="histogram-eval", help="output folder")
     return p
