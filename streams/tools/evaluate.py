@@ -62,6 +62,9 @@ MECHANISMS: tuple[str, ...] = (
 _SMOOTHER = {"pegasus": "average", "pegasus-median": "median", "pegasus-js": "js"}
 DAY_HOURS = (7.0, 19.0)
 WINDOW_TICKS = 12  # sliding-window sums over 1 h at 300 s ticks
+ROC_WINDOW = 3  # jump detection: sums over 3 ticks vs the 3 before
+ROC_EVENT = 10.0  # a true event: the 3-tick sum rises by more than 10
+ROC_THRESHOLDS = np.linspace(-30.0, 90.0, 61)
 DEFAULT_EPSILONS = (0.1, 0.5, 1.0, 2.0)
 DEFAULT_TTLS_S = (60.0, 300.0, 1800.0)
 #: Secret for evaluation-only TTL pseudonyms (never used for a real deployment).
@@ -197,21 +200,6 @@ def load_data(
 # ------------------------------------------------------------------------ mechanisms
 
 
-def _tree(site: Site) -> tuple[np.ndarray, list[str]]:
-    """Parent index array of building → floor → location nodes (locations first)."""
-    hier = site.hierarchy()
-    n_loc = len(hier)
-    floors = list(dict.fromkeys(f for _, f, _ in hier))
-    blds = list(dict.fromkeys(b for b, _, _ in hier))
-    f_idx = {f: n_loc + i for i, f in enumerate(floors)}
-    b_idx = {b: n_loc + len(floors) + i for i, b in enumerate(blds)}
-    floor_bld = {f: b for b, f, _ in hier}
-    parent = [f_idx[f] for _, f, _ in hier]
-    parent += [b_idx[floor_bld[f]] for f in floors]
-    parent += [-1] * len(blds)
-    return np.asarray(parent, dtype=np.int64), [*site.location_ids, *floors, *blds]
-
-
 def release(
     data: EvalData, mechanism: str, param: float, *, rng: np.random.Generator | None = None
 ) -> np.ndarray:
@@ -253,16 +241,17 @@ def release(
 
 
 def _hierarchical(data: EvalData, epsilon: float, rng: np.random.Generator | None) -> np.ndarray:
+    """Hierarchical PeGaSus over building → floor → location; the location streams."""
     from mechanisms import hierarchical
 
-    parent, _ = _tree(data.site)
-    cfg = hierarchical.HierarchicalConfig(epsilon=epsilon, parent=parent)
-    state = hierarchical.initialize(cfg)
+    tree = hierarchical.tree_from_paths(data.site.hierarchy())
+    cfg = hierarchical.HierarchicalConfig(epsilon=epsilon)
+    state = hierarchical.initialize(tree, cfg)
     n_loc = data.true.shape[1]
     out = np.empty(data.true.shape, dtype=float)
     for i in range(data.true.shape[0]):
-        state, rel = hierarchical.update(state, data.true[i], cfg, rng=rng)
-        out[i] = np.asarray(rel)[:n_loc]
+        state, rel = hierarchical.update(state, data.true[i], tree, cfg, rng=rng)
+        out[i] = np.asarray(rel)[:n_loc]  # leaves are nodes 0..L-1 (tree_from_paths)
     return out
 
 
@@ -383,20 +372,16 @@ def task_scores(
     return out
 
 
-def roc_points(true: np.ndarray, released: np.ndarray, window: int = WINDOW_TICKS) -> np.ndarray:
-    """Event-detection ROC: (FPR, TPR) per threshold of jump detection on ``released``.
+def roc_curve(true: np.ndarray, released: np.ndarray) -> Any:
+    """Event-detection ROC (:func:`mechanisms.queries.roc_sweep`) for jumps.
 
-    An event is a jump: the mean over the next ``window`` ticks differs from the mean
-    over the previous ``window`` by at least a fixed amount ``δ`` (the 90th
-    percentile of the true jump sizes, at least 2) in the true stream; detections
-    are the same statistic on the released stream above a swept threshold.
+    An event is a rise of the sum over the last :data:`ROC_WINDOW` ticks by more than
+    :data:`ROC_EVENT` people-ticks against the window before, in the true stream;
+    the released stream is swept over thresholds.
     """
     from mechanisms import queries
 
-    d_true = np.abs(queries.jump_statistic(true, window))
-    d_rel = np.abs(queries.jump_statistic(released, window))
-    delta = max(2.0, float(np.nanpercentile(d_true, 90)))
-    return np.asarray(queries.roc_curve(d_true >= delta, d_rel), dtype=float)
+    return queries.roc_sweep(released, true, "jump", ROC_EVENT, ROC_THRESHOLDS, ROC_WINDOW)
 
 
 def metrics(
@@ -422,7 +407,7 @@ def metrics(
         "utility_night": util["night"][0],
         "sigma_u_day": util["day"][1],
         "sigma_u_night": util["night"][1],
-        "roc": roc_points(true, released),
+        "roc": roc_curve(true, released),
         "tasks": task_scores(data, released, setup or task_setup(data)),
     }
     return out
@@ -444,7 +429,8 @@ class EvalRow:
     sigma_u_day: float
     sigma_u_night: float
     mae_by_hour: np.ndarray
-    roc: np.ndarray
+    roc: np.ndarray  # (n, 2) FPR, TPR of the first run
+    roc_auc: float
     tasks: dict[str, float]
 
 
@@ -486,7 +472,8 @@ def evaluate(
                 sigma_u_day=float(np.mean([m["sigma_u_day"] for m in ms])),
                 sigma_u_night=float(np.mean([m["sigma_u_night"] for m in ms])),
                 mae_by_hour=np.mean([m["mae_by_hour"] for m in ms], axis=0),
-                roc=ms[0]["roc"],
+                roc=np.column_stack([ms[0]["roc"].fpr, ms[0]["roc"].tpr]),
+                roc_auc=float(np.mean([m["roc"].auc() for m in ms])),
                 tasks={k: float(np.mean([m["tasks"][k] for m in ms])) for k in ms[0]["tasks"]},
             )
         )
@@ -567,6 +554,7 @@ def add_eval_section(report: Report, rows: Sequence[EvalRow], data: EvalData) ->
         "MAE",
         "MAE sd",
         "1 h window MAE",
+        "ROC AUC",
         "utility day",
         "utility night",
         "σ_u day",
@@ -583,6 +571,7 @@ def add_eval_section(report: Report, rows: Sequence[EvalRow], data: EvalData) ->
             r.mae,
             r.mae_sd,
             r.window_mae,
+            r.roc_auc,
             r.utility_day,
             r.utility_night,
             r.sigma_u_day,
