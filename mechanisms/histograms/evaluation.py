@@ -222,7 +222,8 @@ def evaluate_1d(
     """Seeded repeated trials of every (dataset, algorithm, ε) on every workload.
 
     Each trial resamples the data set to ``scale`` records (DPBench generator; as-is
-    when None), runs the algorithm once and scores the one release on all workloads.
+    when None), runs the algorithm once and scores the one release on all workloads
+    (DAWA, being workload-aware, is run once per workload, with that workload).
     Seeds are derived from ``seed`` and the loop indices (common random numbers:
     every algorithm sees the same resampled data and workloads).
 
@@ -258,11 +259,15 @@ def evaluate_1d(
                 bins = np.zeros(trials)
                 t0 = perf_counter()
                 for t in range(trials):
-                    rel = run_config(cfg, data[t], eps, gamma_in=gamma_in,
-                                     workload=(wls[-1].lo, wls[-1].hi),
-                                     rng=_seq(seed, d_i, a_i, e_i, t), **options)  # type: ignore[arg-type]
-                    bins[t] = rel.n_bins
+                    rng = _seq(seed, d_i, a_i, e_i, t)
+                    rel = None
                     for w_i, w in enumerate(wls):
+                        if rel is None or cfg.finalizer == "dawa":
+                            # workload-aware DAWA gets one release per workload it is scored on
+                            rel = run_config(cfg, data[t], eps, gamma_in=gamma_in,
+                                             workload=(w.lo, w.hi), rng=rng,
+                                             **options)  # type: ignore[arg-type]
+                        bins[t] = rel.n_bins
                         errs[w_i, t] = scaled_error(data[t], rel.estimate, w)
                     if callable(progress):
                         progress()
