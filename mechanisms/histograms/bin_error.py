@@ -65,32 +65,26 @@ def _bias(size: np.ndarray, eps_in: float) -> np.ndarray:
     return (size - 1) * 2.0 / eps_in**2
 
 
-def ee_waf(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
-           ) -> np.ndarray:
-    """EE, SORTaki eq. (4): real-data SSE + 2/(ε_in² + |v|ε_f²)."""
-    size = np.asarray(e) - np.asarray(s)
-    return st.sse(s, e) + _noise_waf(size, eps_in, eps_f)
+def _formula(noise: Callable[[np.ndarray, float, float], np.ndarray], noisy_data: bool,
+             doc: str) -> BinErrorFormula:
+    """A bin error formula: SSE (bias-corrected on noisy data) + the finalizer's noise term."""
+
+    def formula(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
+                ) -> np.ndarray:
+        size = np.asarray(e) - np.asarray(s)
+        err = st.sse(s, e) + noise(size, eps_in, eps_f)
+        return err - _bias(size, eps_in) if noisy_data else err
+
+    formula.__doc__ = doc
+    return formula
 
 
-def uee_waf(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
-            ) -> np.ndarray:
-    """UEE, SORTaki eq. (5): noisy SSE − (|v|−1)·2/ε_in² + 2/(ε_in² + |v|ε_f²)."""
-    size = np.asarray(e) - np.asarray(s)
-    return st.sse(s, e) - _bias(size, eps_in) + _noise_waf(size, eps_in, eps_f)
-
-
-def ee_ahp(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
-           ) -> np.ndarray:
-    """EE for AHP's finalizer: real-data SSE + 2/(|v|ε_f²)."""
-    size = np.asarray(e) - np.asarray(s)
-    return st.sse(s, e) + _noise_ahp(size, eps_in, eps_f)
-
-
-def uee_ahp(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
-            ) -> np.ndarray:
-    """UEE for AHP's finalizer: noisy SSE − (|v|−1)·2/ε_in² + 2/(|v|ε_f²)."""
-    size = np.asarray(e) - np.asarray(s)
-    return st.sse(s, e) - _bias(size, eps_in) + _noise_ahp(size, eps_in, eps_f)
+ee_waf = _formula(_noise_waf, False, "EE, SORTaki eq. (4): real-data SSE + 2/(ε_in² + |v|ε_f²).")
+uee_waf = _formula(_noise_waf, True, "UEE, SORTaki eq. (5): noisy SSE − (|v|−1)·2/ε_in² + "
+                   "2/(ε_in² + |v|ε_f²).")
+ee_ahp = _formula(_noise_ahp, False, "EE for AHP's finalizer: real-data SSE + 2/(|v|ε_f²).")
+uee_ahp = _formula(_noise_ahp, True, "UEE for AHP's finalizer: noisy SSE − (|v|−1)·2/ε_in² + "
+                   "2/(|v|ε_f²).")
 
 
 FORMULAS: dict[str, BinErrorFormula] = {
