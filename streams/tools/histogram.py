@@ -80,13 +80,17 @@ ISSUE_1D = ("NETTRACE", "ADULT", "HEPTH", "MEDCOST", "SEARCHLOGS", "INCOME", "BI
 
 # --- data -----------------------------------------------------------------------------
 
+
 def dpbench_dir(explicit: str | Path | None = None) -> Path | None:
     """The DPBench folder: ``explicit``, ``$OCCUSTREAM_DPBENCH``, or ``<repo>/../shared/...``.
 
     Returns None when no candidate exists (callers then use generated shapes or fail).
     """
-    for cand in (explicit, os.environ.get("OCCUSTREAM_DPBENCH"),
-                 REPO.parent / "shared" / "data" / "dpbench"):
+    for cand in (
+        explicit,
+        os.environ.get("OCCUSTREAM_DPBENCH"),
+        REPO.parent / "shared" / "data" / "dpbench",
+    ):
         if cand and Path(cand).is_dir():
             return Path(cand)
     if explicit:
@@ -103,8 +107,10 @@ def _read_csv(path: Path) -> np.ndarray:
         try:
             arr = np.array([[float(c) for c in r[1:]] for r in rows[1:]], dtype=np.float64)
         except ValueError:
-            raise InvalidParameterError(f"{path}: CSV must hold numbers (optionally with one "
-                                        "header row and one label column)") from None
+            raise InvalidParameterError(
+                f"{path}: CSV must hold numbers (optionally with one "
+                "header row and one label column)"
+            ) from None
     return arr[0] if arr.shape[0] == 1 else arr
 
 
@@ -124,8 +130,9 @@ def load_array(path: str | Path) -> np.ndarray:
     return arr
 
 
-def load_occupancy_jsonl(path: str | Path, site: str, day: str | None, *,
-                         tick_s: float = SLOT_S) -> tuple[np.ndarray, tuple[str, ...], str]:
+def load_occupancy_jsonl(
+    path: str | Path, site: str, day: str | None, *, tick_s: float = SLOT_S
+) -> tuple[np.ndarray, tuple[str, ...], str]:
     """Occupancy cube (locations × slots of one UTC day) from simulator JSONL events.
 
     Counts come from :func:`streams.oracle.occupancy_oracle` on the site's APs.
@@ -162,16 +169,25 @@ def load_dataset(spec: str, data_dir: Path | None) -> tuple[str, np.ndarray]:
     for table in (DPBENCH_1D, DPBENCH_2D):
         if key in table:
             if data_dir is None:
-                raise ConfigError(f"data set {spec} needs the DPBench folder: pass --data-dir "
-                                  "or set OCCUSTREAM_DPBENCH")
+                raise ConfigError(
+                    f"data set {spec} needs the DPBench folder: pass --data-dir "
+                    "or set OCCUSTREAM_DPBENCH"
+                )
             return key, load_array(data_dir / table[key])
     return Path(spec).stem, load_array(spec)
 
 
 # --- release --------------------------------------------------------------------------
 
-def _ledger_record(algorithm: str, day: str, epsilon: float, sensitivity: float,
-                   n_slots: int, shares: dict[str, float]) -> dict[str, Any]:
+
+def _ledger_record(
+    algorithm: str,
+    day: str,
+    epsilon: float,
+    sensitivity: float,
+    n_slots: int,
+    shares: dict[str, float],
+) -> dict[str, Any]:
     """The ledger entry of one histogram release (public: no counts)."""
     return {
         "ts": time.time(),
@@ -179,8 +195,7 @@ def _ledger_record(algorithm: str, day: str, epsilon: float, sensitivity: float,
         "scope": f"histogram/{day}",
         "day": day,
         "epsilon": epsilon,
-        "unit": "event (one device in one slot), count sensitivity "
-                f"{sensitivity:g}",
+        "unit": f"event (one device in one slot), count sensitivity {sensitivity:g}",
         "device_day_epsilon": epsilon * n_slots / sensitivity,
         "composition": "sequential over the slots a device appears in",
         "shares": shares,
@@ -237,8 +252,10 @@ def _release(args: argparse.Namespace) -> int:
     out_path.write_text(text + "\n")
     if args.redis_url:
         _to_redis(args.redis_url, day, algo, text, ledger)
-    print(f"released {algo} (ε={eps:g}, {n_bins} bins) for {day} → {out_path}"
-          + (f" and Redis {args.redis_url}" if args.redis_url else ""))
+    print(
+        f"released {algo} (ε={eps:g}, {n_bins} bins) for {day} → {out_path}"
+        + (f" and Redis {args.redis_url}" if args.redis_url else "")
+    )
     return 0
 
 
@@ -261,9 +278,14 @@ def _to_redis(url: str, day: str, algo: str, text: str, ledger: dict[str, Any]) 
 
 # --- evaluate -------------------------------------------------------------------------
 
-def _error_table(rows: list[ev.ResultRow], workload: str, datasets: list[str],
-                 algorithms: list[str], epsilons: list[float]
-                 ) -> tuple[list[str], list[list[Any]], int]:
+
+def _error_table(
+    rows: list[ev.ResultRow],
+    workload: str,
+    datasets: list[str],
+    algorithms: list[str],
+    epsilons: list[float],
+) -> tuple[list[str], list[list[Any]], int]:
     """SORTaki-style table: rows algorithms, columns (data set, ε); values × 10^-k."""
     cell = {(r.dataset, r.algorithm, r.epsilon): r.error for r in rows if r.workload == workload}
     vals = [v for v in cell.values() if v > 0]
@@ -285,8 +307,9 @@ def _error_table(rows: list[ev.ResultRow], workload: str, datasets: list[str],
     return headers, body, k
 
 
-def _plot(rows: list[ev.ResultRow], workload: str, datasets: list[str],
-          algorithms: list[str]) -> Any:
+def _plot(
+    rows: list[ev.ResultRow], workload: str, datasets: list[str], algorithms: list[str]
+) -> Any:
     from streams.tools.report import new_figure
 
     ncol = min(4, len(datasets))
@@ -295,8 +318,11 @@ def _plot(rows: list[ev.ResultRow], workload: str, datasets: list[str],
     for i, d in enumerate(datasets):
         ax = axes[i // ncol][i % ncol]
         for a in algorithms:
-            pts = sorted((r.epsilon, r.error) for r in rows
-                         if r.dataset == d and r.algorithm == a and r.workload == workload)
+            pts = sorted(
+                (r.epsilon, r.error)
+                for r in rows
+                if r.dataset == d and r.algorithm == a and r.workload == workload
+            )
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="o", label=a, lw=1)
         ax.set_xscale("log")
@@ -310,26 +336,27 @@ def _plot(rows: list[ev.ResultRow], workload: str, datasets: list[str],
     return fig
 
 
-def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str = "md"
-                 ) -> Path:
+def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str = "md") -> Path:
     """Tables (one per workload) + plots + results.json into ``out_dir``."""
     from streams.tools.report import Report
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(
-        json.dumps([r.__dict__ for r in rows], indent=1) + "\n")
+    (out_dir / "results.json").write_text(json.dumps([r.__dict__ for r in rows], indent=1) + "\n")
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     algorithms = list(dict.fromkeys(r.algorithm for r in rows))
     epsilons = sorted({r.epsilon for r in rows}, reverse=True)
     rep = Report(title)
-    rep.paragraph("DPBench scaled average per-query L2 error ‖Wx − Wx̂‖₂ / (q·scale), mean "
-                  "over seeded trials; bold = best in the column.")
+    rep.paragraph(
+        "DPBench scaled average per-query L2 error ‖Wx − Wx̂‖₂ / (q·scale), mean "
+        "over seeded trials; bold = best in the column."
+    )
     for w in dict.fromkeys(r.workload for r in rows):
         headers, body, k = _error_table(rows, w, datasets, algorithms, epsilons)
         rep.heading(f"Workload: {w}")
         rep.table(headers, body, caption=f"error scale: 10^-{k}")
-        rep.figure(_plot(rows, w, datasets, algorithms), f"Error vs ε, {w} workload",
-                   name=f"error-{w}")
+        rep.figure(
+            _plot(rows, w, datasets, algorithms), f"Error vs ε, {w} workload", name=f"error-{w}"
+        )
     return rep.write(out_dir, fmt_, stem="histogram-evaluation")
 
 
@@ -345,9 +372,16 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise InvalidParameterError("--two-d needs 2-D data sets")
         total = len(cubes) * len(epsilons) * 2 * args.trials
         with tqdm(total=total, desc="kd-tree vs cell", disable=None) as bar:
-            rows = ev.evaluate_2d(cubes, epsilons, trials=args.trials, seed=args.seed,
-                                  scale=args.scale, n_queries=args.queries, xi0=args.xi0,
-                                  progress=bar.update)
+            rows = ev.evaluate_2d(
+                cubes,
+                epsilons,
+                trials=args.trials,
+                seed=args.seed,
+                scale=args.scale,
+                n_queries=args.queries,
+                xi0=args.xi0,
+                progress=bar.update,
+            )
     else:
         algorithms = args.algorithms.split(",") if args.algorithms else list(TABLE_II)
         for a in algorithms:
@@ -363,10 +397,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         workloads = args.workloads.split(",")
         total = len(datasets) * len(algorithms) * len(epsilons) * args.trials
         with tqdm(total=total, desc="histogram evaluation", disable=None) as bar:
-            rows = ev.evaluate_1d(datasets, algorithms, epsilons, workloads,
-                                  trials=args.trials, seed=args.seed, scale=args.scale,
-                                  gamma_in=args.gamma_in, n_queries=args.queries,
-                                  progress=bar.update)
+            rows = ev.evaluate_1d(
+                datasets,
+                algorithms,
+                epsilons,
+                workloads,
+                trials=args.trials,
+                seed=args.seed,
+                scale=args.scale,
+                gamma_in=args.gamma_in,
+                n_queries=args.queries,
+                progress=bar.update,
+            )
     path = write_report(rows, Path(args.out), "DP histogram evaluation", args.format)
     print(f"wrote {path} and {Path(args.out) / 'results.json'}")
     if args.format == "md":
@@ -376,57 +418,106 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 # --- CLI ------------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream histogram`` argument parser."""
-    p = argparse.ArgumentParser(prog="occustream histogram", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="occustream histogram",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("release", help="release a day's occupancy cube as a DP histogram")
     r.add_argument("input", help=".npy / .csv cube (locations × slots) or simulator .jsonl")
-    r.add_argument("--algorithm", "-a", default="DAWA", choices=ALGORITHMS,
-                   help="SORTaki Table II configuration, kdtree or cell (default DAWA)")
+    r.add_argument(
+        "--algorithm",
+        "-a",
+        default="DAWA",
+        choices=ALGORITHMS,
+        help="SORTaki Table II configuration, kdtree or cell (default DAWA)",
+    )
     r.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget ε")
-    r.add_argument("--gamma-in", type=float, default=None,
-                   help="initializer share γ_in (default: per configuration, 0.7/0.9)")
-    r.add_argument("--sensitivity", type=float, default=1.0,
-                   help="L1 change of the cube from one unit of privacy (default 1: one "
-                        "device in one slot)")
+    r.add_argument(
+        "--gamma-in",
+        type=float,
+        default=None,
+        help="initializer share γ_in (default: per configuration, 0.7/0.9)",
+    )
+    r.add_argument(
+        "--sensitivity",
+        type=float,
+        default=1.0,
+        help="L1 change of the cube from one unit of privacy (default 1: one device in one slot)",
+    )
     r.add_argument("--site", default="dbh", help="building/site model for .jsonl input")
     r.add_argument("--day", default=None, help="UTC day YYYY-MM-DD (default: from the data)")
-    r.add_argument("--xi0", type=float, default=None,
-                   help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)")
-    r.add_argument("--continuous", action="store_true",
-                   help="continuous Laplace noise (default: exact discrete Laplace for "
-                        "integer counts)")
+    r.add_argument(
+        "--xi0",
+        type=float,
+        default=None,
+        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+    )
+    r.add_argument(
+        "--continuous",
+        action="store_true",
+        help="continuous Laplace noise (default: exact discrete Laplace for integer counts)",
+    )
     r.add_argument("--decimals", type=int, default=2, help="rounding of released values")
     r.add_argument("--out", "-o", default=None, help="output JSON (default hist-DAY-ALG.json)")
-    r.add_argument("--redis-url", default=os.environ.get("REDIS_URL"),
-                   help="also write hist:{day}:{algorithm} and the ledger to Redis")
+    r.add_argument(
+        "--redis-url",
+        default=os.environ.get("REDIS_URL"),
+        help="also write hist:{day}:{algorithm} and the ledger to Redis",
+    )
     r.add_argument("--seed", type=int, default=None, help="seed the noise (tests only)")
 
     e = sub.add_parser("evaluate", help="DPBench-style comparison of the algorithms")
-    e.add_argument("--data", "-d", nargs="*", default=None,
-                   help=f"DPBench names ({', '.join(DPBENCH_1D)}; with --two-d: "
-                        f"{', '.join(DPBENCH_2D)}) or .npy/.csv paths "
-                        f"(default: {', '.join(ISSUE_1D)})")
-    e.add_argument("--data-dir", default=None,
-                   help="DPBench folder (default $OCCUSTREAM_DPBENCH or ../shared/data/dpbench)")
-    e.add_argument("--algorithms", "-a", default=None,
-                   help=f"comma-separated (default all of Table II: {','.join(TABLE_II)})")
+    e.add_argument(
+        "--data",
+        "-d",
+        nargs="*",
+        default=None,
+        help=f"DPBench names ({', '.join(DPBENCH_1D)}; with --two-d: "
+        f"{', '.join(DPBENCH_2D)}) or .npy/.csv paths "
+        f"(default: {', '.join(ISSUE_1D)})",
+    )
+    e.add_argument(
+        "--data-dir",
+        default=None,
+        help="DPBench folder (default $OCCUSTREAM_DPBENCH or ../shared/data/dpbench)",
+    )
+    e.add_argument(
+        "--algorithms",
+        "-a",
+        default=None,
+        help=f"comma-separated (default all of Table II: {','.join(TABLE_II)})",
+    )
     e.add_argument("--epsilons", default="1,0.5,0.1", help="comma-separated ε values")
-    e.add_argument("--workloads", "-w", default="small,large",
-                   help="comma-separated: identity, prefix, small, large")
+    e.add_argument(
+        "--workloads",
+        "-w",
+        default="small,large",
+        help="comma-separated: identity, prefix, small, large",
+    )
     e.add_argument("--trials", "-t", type=int, default=5, help="seeded trials per cell")
     e.add_argument("--seed", type=int, default=0, help="master seed")
-    e.add_argument("--scale", type=int, default=None,
-                   help="resample every data set to this many records (DPBench generator)")
+    e.add_argument(
+        "--scale",
+        type=int,
+        default=None,
+        help="resample every data set to this many records (DPBench generator)",
+    )
     e.add_argument("--domain", type=int, default=None, help="coarsen 1-D data to this size")
     e.add_argument("--gamma-in", type=float, default=None, help="initializer share γ_in")
     e.add_argument("--queries", type=int, default=2000, help="queries per random workload")
     e.add_argument("--two-d", action="store_true", help="kd-tree vs cell-based on 2-D data")
-    e.add_argument("--xi0", type=float, default=None,
-                   help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)")
+    e.add_argument(
+        "--xi0",
+        type=float,
+        default=None,
+        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+    )
     e.add_argument("--format", default="md", choices=("md", "html"), help="report format")
     e.add_argument("--out", "-o", default="histogram-eval", help="output folder")
     return p
