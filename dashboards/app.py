@@ -89,7 +89,7 @@ def _error(status: int, message: str) -> web.Response:
 
 def _float(request: web.Request, name: str) -> float | None:
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     try:
         v = float(raw)
@@ -102,7 +102,7 @@ def _float(request: web.Request, name: str) -> float | None:
 
 def _int(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     try:
         v = int(raw)
@@ -264,7 +264,7 @@ async def history(request: web.Request) -> web.Response:
     start, end = _float(request, "start"), _float(request, "end")
     if start is not None and end is not None and start > end:
         raise InvalidParameterError(f"start must be <= end, not {start!r} > {end!r}")
-    limit = _int(request, "limit", 0, 1, 100_000) if request.query.get("limit") else None
+    limit = _int(request, "limit", 0, 1, 100_000) if "limit" in request.query else None
     points = await rm.history(mech, loc, start, end, limit)
     if fmt == "csv":
         rows = [{"mechanism": mech, "location": loc, **p} for p in points]
