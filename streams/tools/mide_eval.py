@@ -1,0 +1,592 @@
+"""``occustream mide-eval`` — MIDE experiments on simulated campus data (thesis §5.5, §6.5).
+
+Queries (thesis §5.5.1, "UCI data"): the predicates are (building, hourly window) for the
+15 windows 7:00–22:00 of one day; the aggregate is the building's peak occupancy in the
+window (max over its ticks: event-level sensitivity 1, a device is in one location per
+tick); the thresholds are 1.0 / 0.8 / 0.6 × the building's capacity (levels H / M / L);
+one weekday (Q1, Tuesday) and one weekend day (Q2, Saturday).
+
+Experiments, each averaged over ``--runs`` runs (thesis: 100):
+
+* main table at β = 0.05, α = 1 (Figs 5.6–5.7): FNR, FPR, ex-post ε*, min-entropy γ per
+  algorithm (naive LM, TSLM, PPWLM, DPPWLM) and query;
+* β sweep {0.01 … 0.1} at α = 1 and α sweep {1, 10, …, 200} at β = 0.05 on the weekday
+  "L" query (Fig. 5.8; naive LM loses β-FNR as α grows);
+* ch. 6 (Figs 6.3–6.4): per day, ``count > q70 AND/OR avg_dwell > q70`` with naive and
+  optimal β split (eq. 6.21), β = 0.005, u_j = 0.05·range, ε_max = 4.
+
+Evaluation reads true counts (that is what it measures); nothing here is published.
+The ex-post ε and γ reported are internal ledger quantities, shown to the researcher.
+
+Data: ``simulator.simulate(site, days=7, seed=…)`` by default; ``--counts FILE.npy`` takes
+an array of hourly peak counts, shape (24, P) for one day or (2, 24, P) for
+[weekday, weekend], with ``--capacities FILE.npy`` (P,) — then the ch. 6 dwell times are
+synthetic (Gamma, seeded). ``--synthetic`` draws counts around the capacities instead.
+Outputs: CSV + Markdown tables and PNG plots in ``--out``; the main table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mechanisms.errors import ConfigError, InvalidParameterError
+from mechanisms.mide import decide, min_entropy
+from mechanisms.mide.aggregates import avg_query, count_query
+from mechanisms.mide.complex import And, Leaf, Or, answer, truth
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = ("naive", "tslm", "ppwlm", "dppwlm")
+LEVELS = {"H": 1.0, "M": 0.8, "L": 0.6}
+HOURS = tuple(range(7, 22))  # windows [7:00, 8:00) … [21:00, 22:00)
+BETAS = tuple(round(0.01 * i, 2) for i in range(1, 11))
+ALPHAS = (1, *range(10, 201, 10))
+DEFAULTS = {"epsilon_max": 4.0, "epsilon_1": 1e-5, "steps": 4, "fine_steps": 3}
+WEEKDAY, WEEKEND = 1, 5  # Tuesday, Saturday of a Monday-start simulation
+
+
+@dataclass(frozen=True)
+class DayData:
+    """One day's predicates: hourly peak counts (H, B) and per-building capacities (B,)."""
+
+    name: str
+    counts: np.ndarray
+    capacity: np.ndarray
+    dwell: tuple[np.ndarray, np.ndarray] | None = None  # (values_s, predicate index)
+
+    def query(self, level: str) -> tuple[np.ndarray, np.ndarray]:
+        """Flattened (values, thresholds) over (hour, building) predicates."""
+        hours = np.array(HOURS)
+        g = self.counts[hours].astype(float).ravel()
+        c = np.broadcast_to(LEVELS[level] * self.capacity, (len(HOURS), self.capacity.size))
+        return g, c.ravel().astype(float)
+
+
+# --------------------------------------------------------------------------- data
+def _hourly_peak(
+    counts: np.ndarray, ticks: np.ndarray, groups: np.ndarray, n_groups: int, day0: float, day: int
+) -> np.ndarray:
+    """Peak per (hour of ``day``, group) of the per-tick group sums."""
+    per_tick = np.zeros((counts.shape[0], n_groups))
+    np.add.at(per_tick.T, groups, counts.T)
+    hour = np.floor((ticks - day0) / 3600.0).astype(int) - 24 * day
+    out = np.zeros((24, n_groups))
+    ok = (hour >= 0) & (hour < 24)
+    for h in range(24):
+        sel = ok & (hour == h)
+        if sel.any():
+            out[h] = per_tick[sel].max(axis=0)
+    return out
+
+
+def simulated_days(site_name: str, days: int, seed: int) -> tuple[list[DayData], list[DayData]]:
+    """(main days [weekday, weekend], all days for ch. 6) from the simulator."""
+    try:
+        from simulator import simulate
+        from streams.buildings import load_site
+    except ImportError as exc:  # pragma: no cover - the simulator ships with the project
+        raise ConfigError(
+            f"the simulator is not available ({exc}); use --counts or --synthetic"
+        ) from None
+    site = load_site(site_name)
+    loc_index = {loc: i for i, loc in enumerate(site.location_ids)}
+    groups = np.zeros(len(site.location_ids), dtype=int)
+    capacity = np.zeros(len(site.buildings))
+    for b, building in enumerate(site.buildings):
+        for loc in building.locations:
+            groups[loc_index[loc.id]] = b
+            capacity[b] += loc.capacity
+    log.info("simulating %s for %d days (seed %d)", site_name, days, seed)
+    sim = simulate(site, days=float(days), seed=seed, progress=True)
+    table = sim.occupancy(tick_s=300)
+    day0 = math.floor(float(table.ticks[0]) / 86400.0) * 86400.0
+    pres = sim.presence()
+    b_of = np.array([groups[loc_index[str(x)]] for x in pres["location"]])
+    start, end = np.asarray(pres["start_ts"], float), np.asarray(pres["end_ts"], float)
+    out = []
+    for d in range(days):
+        counts = _hourly_peak(table.counts, table.ticks, groups, capacity.size, day0, d)
+        hour = np.floor((start - day0) / 3600.0).astype(int) - 24 * d
+        sel = np.isin(hour, HOURS)
+        pred = (hour[sel] - HOURS[0]) * capacity.size + b_of[sel]
+        dwell = (end[sel] - start[sel], pred)
+        out.append(DayData(f"day{d}", counts, capacity, dwell))
+    main = [
+        DayData("weekday", out[WEEKDAY % days].counts, capacity, out[WEEKDAY % days].dwell),
+        DayData("weekend", out[WEEKEND % days].counts, capacity, out[WEEKEND % days].dwell),
+    ]
+    return main, out
+
+
+def synthetic_days(n_buildings: int, days: int, seed: int) -> tuple[list[DayData], list[DayData]]:
+    """Counts drawn around the capacities (busy weekday afternoons, quiet weekends)."""
+    rng = np.random.default_rng(seed)
+    capacity = rng.integers(80, 1500, n_buildings).astype(float)
+    out = []
+    for d in range(days):
+        weekend = d % 7 >= 5
+        shape = np.exp(-0.5 * ((np.arange(24) - 14.0) / 3.5) ** 2) * (0.45 if weekend else 1.0)
+        load = rng.uniform(0.4, 1.15, n_buildings)
+        mean = capacity[None, :] * load[None, :] * shape[:, None]
+        counts = rng.poisson(mean).astype(float)
+        out.append(DayData(f"day{d}", counts, capacity, None))
+    return [
+        DayData("weekday", out[WEEKDAY % days].counts, capacity),
+        DayData("weekend", out[WEEKEND % days].counts, capacity),
+    ], out
+
+
+def file_days(
+    counts_path: Path, capacities_path: Path | None
+) -> tuple[list[DayData], list[DayData]]:
+    """Days from ``--counts`` (24, P) or (2, 24, P) and ``--capacities`` (P,)."""
+    if capacities_path is None:
+        raise ConfigError("--counts needs --capacities FILE.npy (one capacity per predicate)")
+    try:
+        arr = np.load(counts_path)
+        cap = np.load(capacities_path).astype(float).ravel()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {counts_path} / {capacities_path}: {exc}") from None
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3 or arr.shape[1] != 24 or arr.shape[2] != cap.size or arr.shape[0] > 2:
+        raise InvalidParameterError(
+            f"--counts must have shape (24, P) or (2, 24, P) with P = {cap.size} capacities, "
+            f"not {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(cap <= 0):
+        raise InvalidParameterError("--counts must be finite and >= 0, capacities > 0")
+    names = ("weekday", "weekend")
+    days = [DayData(names[i], arr[i].astype(float), cap) for i in range(arr.shape[0])]
+    return days, days
+
+
+# --------------------------------------------------------------------------- runs
+def run_once(
+    g: np.ndarray,
+    c: np.ndarray,
+    algorithm: str,
+    beta: float,
+    alpha: float,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """One run: FNR, FPR, ex-post ε*, min-entropy γ (nan when denied)."""
+    params: dict[str, Any] = {}
+    if algorithm in ("ppwlm", "dppwlm"):
+        params = {"epsilon_1": DEFAULTS["epsilon_1"], "steps": DEFAULTS["steps"]}
+    if algorithm == "dppwlm":
+        params["fine_steps"] = DEFAULTS["fine_steps"]
+    res = decide(
+        g,
+        c,
+        algorithm=algorithm,
+        beta=beta,
+        alpha=alpha,
+        epsilon_max=DEFAULTS["epsilon_max"],
+        rng=rng,
+        **params,
+    )
+    if res.denied:
+        return {
+            "denied": 1.0,
+            "fnr": math.nan,
+            "fpr": math.nan,
+            "eps_post": math.nan,
+            "gamma": math.nan,
+            "eps": math.nan,
+        }
+    pos = g > c
+    fn = float((pos & ~res.positive).sum())
+    fp = float((~pos & res.positive).sum())
+    return {
+        "denied": 0.0,
+        "fnr": fn / pos.sum() if pos.any() else math.nan,
+        "fpr": fp / (~pos).sum() if (~pos).any() else math.nan,
+        "eps_post": res.ex_post_dp,
+        "gamma": min_entropy(res.ex_post),
+        "eps": res.epsilon_spent,
+    }
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = rows[0].keys()
+    out = {}
+    for k in keys:
+        vals = np.array([r[k] for r in rows], float)
+        out[k] = float(np.nanmean(vals)) if np.isfinite(vals).any() else math.nan
+    return out
+
+
+def main_table(days: list[DayData], runs: int, seed: int, bar: Any) -> list[dict[str, Any]]:
+    """Figs 5.6–5.7 at β = 0.05, α = 1."""
+    rows = []
+    for d in days:
+        for level in LEVELS:
+            g, c = d.query(level)
+            for alg in ALGORITHMS:
+                rng = np.random.default_rng([seed, len(rows)])
+                res = []
+                for _ in range(runs):
+                    res.append(run_once(g, c, alg, 0.05, 1.0, rng))
+                    bar.update(1)
+                rows.append(
+                    {
+                        "query": f"{'Q1' if d.name == 'weekday' else 'Q2'}{level}",
+                        "day": d.name,
+                        "level": level,
+                        "algorithm": alg,
+                        "predicates": g.size,
+                        "positives": int((g > c).sum()),
+                        **_mean(res),
+                    }
+                )
+    return rows
+
+
+def sweep(
+    day: DayData, level: str, what: str, values: Sequence[float], runs: int, seed: int, bar: Any
+) -> list[dict[str, Any]]:
+    """β or α sweep on one query (Fig. 5.8)."""
+    g, c = day.query(level)
+    rows = []
+    for v in values:
+        beta, alpha = (v, 1.0) if what == "beta" else (0.05, float(v))
+        for alg in ALGORITHMS:
+            rng = np.random.default_rng([seed, 7, len(rows)])
+            res = []
+            for _ in range(runs):
+                res.append(run_once(g, c, alg, beta, alpha, rng))
+                bar.update(1)
+            rows.append({what: v, "algorithm": alg, **_mean(res)})
+    return rows
+
+
+def _dwell_for(
+    day: DayData, counts: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    if day.dwell is not None:
+        return day.dwell
+    n = np.maximum(counts.astype(int), 1)  # synthetic: one stay per counted person
+    pred = np.repeat(np.arange(counts.size), n)
+    mean_s = rng.uniform(900, 5400, counts.size)
+    return rng.gamma(2.0, mean_s[pred] / 2.0), pred
+
+
+def complex_experiment(days: list[DayData], runs: int, seed: int, bar: Any) -> list[dict[str, Any]]:
+    """Ch. 6: count AND/OR avg_dwell, naive vs optimal β split, per day."""
+    beta, emax, dwell_max_s = 0.005, DEFAULTS["epsilon_max"], 4 * 3600.0
+    rows = []
+    for d in days:
+        rng = np.random.default_rng([seed, 11, len(rows)])
+        hours = np.array(HOURS)
+        counts = d.counts[hours].ravel()
+        values, pred = _dwell_for(d, counts, rng)
+        n_pred = counts.size
+        n_rec = np.bincount(pred, minlength=n_pred)
+        sums = np.bincount(pred, weights=np.clip(values, 0, dwell_max_s), minlength=n_pred)
+        avg = np.where(n_rec > 0, sums / np.maximum(n_rec, 1), 0.0)
+        c_count = float(np.quantile(counts, 0.7))  # selectivity 0.3 per condition
+        c_avg = float(np.quantile(avg, 0.7))
+        u_count = max(0.05 * float(counts.max() - counts.min()), 1.0)
+        u_avg_s = max(0.05 * float(avg.max() - avg.min()), 1.0)
+        # width of the average in excess-sum units: u·n_min, n_min = 10th pct of records
+        n_min = max(float(np.quantile(n_rec, 0.1)), 1.0)
+        q_count = count_query(counts, c_count)
+        q_avg = avg_query(values, pred, n_pred, c_avg, lower=0.0, upper=dwell_max_s)
+        leaves = (Leaf(q_count, u_count, "count"), Leaf(q_avg, u_avg_s * n_min, "avg_dwell"))
+        for op, tree in (("AND", And(leaves)), ("OR", Or(leaves))):
+            t = truth(tree)
+            for split in ("naive", "optimal"):
+                res = []
+                for _ in range(runs):
+                    r = answer(tree, beta=beta, epsilon_max=emax, split=split, rng=rng)
+                    bar.update(1)
+                    if r.denied:
+                        res.append(
+                            {"eps": math.nan, "fnr": math.nan, "fpr": math.nan, "denied": 1.0}
+                        )
+                        continue
+                    fn = float((t & ~r.positive).sum())
+                    fp = float((~t & r.positive).sum())
+                    res.append(
+                        {
+                            "eps": r.epsilon_spent,
+                            "fnr": fn / t.sum() if t.any() else math.nan,
+                            "fpr": fp / (~t).sum() if (~t).any() else math.nan,
+                            "denied": 0.0,
+                        }
+                    )
+                rows.append({"day": d.name, "op": op, "split": split, **_mean(res)})
+    return rows
+
+
+# --------------------------------------------------------------------------- output
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "n/a" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def markdown(rows: list[dict[str, Any]], cols: Sequence[str]) -> str:
+    """A Markdown table of ``cols``."""
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def plots(
+    out: Path,
+    main: list[dict[str, Any]],
+    sb: list[dict[str, Any]],
+    sa: list[dict[str, Any]],
+    cx: list[dict[str, Any]],
+) -> list[Path]:
+    """PNG figures like thesis Figs 5.6, 5.7, 5.8 and 6.3–6.4."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    queries = list(dict.fromkeys(r["query"] for r in main))
+
+    def bars(metrics: Sequence[tuple[str, str]], name: str, title: str) -> None:
+        fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4))
+        width = 0.2
+        for ax, (key, label) in zip(np.atleast_1d(axes), metrics, strict=True):
+            x = np.arange(len(queries))
+            for i, alg in enumerate(ALGORITHMS):
+                vals = [
+                    next(r[key] for r in main if r["query"] == q and r["algorithm"] == alg)
+                    for q in queries
+                ]
+                ax.bar(x + (i - 1.5) * width, vals, width, label=alg)
+            ax.set_xticks(x, queries)
+            ax.set_ylabel(label)
+            if key == "fnr":
+                ax.axhline(0.05, color="k", ls="--", lw=1, label="β")
+        np.atleast_1d(axes)[0].legend()
+        fig.suptitle(title)
+        fig.tight_layout()
+        p = out / name
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+
+    bars(
+        [("eps_post", "ex-post ε*"), ("gamma", "min-entropy γ (nats)")],
+        "fig_5_6_privacy.png",
+        "Privacy loss, β = 0.05, α = 1 (cf. thesis Fig. 5.6)",
+    )
+    bars(
+        [("fnr", "FNR"), ("fpr", "FPR")],
+        "fig_5_7_accuracy.png",
+        "Accuracy, β = 0.05, α = 1 (cf. thesis Fig. 5.7)",
+    )
+    for rows, what, name in ((sa, "alpha", "fig_5_8_alpha.png"), (sb, "beta", "fig_beta.png")):
+        fig, axes = plt.subplots(1, 4, figsize=(20, 4))
+        for ax, (key, label) in zip(
+            axes,
+            [
+                ("fnr", "FNR"),
+                ("fpr", "FPR"),
+                ("gamma", "min-entropy γ"),
+                ("eps_post", "ex-post ε*"),
+            ],
+            strict=True,
+        ):
+            for alg in ALGORITHMS:
+                pts = [(r[what], r[key]) for r in rows if r["algorithm"] == alg]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=alg)
+            if key == "fnr":
+                if what == "alpha":
+                    ax.axhline(0.05, color="k", ls="--", lw=1, label="β")
+                else:
+                    ax.plot(BETAS, BETAS, "k--", lw=1, label="β")
+            ax.set_xlabel(what)
+            ax.set_ylabel(label)
+        axes[0].legend()
+        fig.suptitle(f"Weekday query, threshold L, varying {what} (cf. thesis Fig. 5.8)")
+        fig.tight_layout()
+        p = out / name
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    if cx:
+        fig, axes = plt.subplots(2, 3, figsize=(16, 7))
+        days = list(dict.fromkeys(r["day"] for r in cx))
+        for row, op in enumerate(("AND", "OR")):
+            for col, (key, label) in enumerate([("eps", "ε"), ("fnr", "FNR"), ("fpr", "FPR")]):
+                ax = axes[row, col]
+                for split in ("naive", "optimal"):
+                    vals = [
+                        next(
+                            r[key]
+                            for r in cx
+                            if r["day"] == d and r["op"] == op and r["split"] == split
+                        )
+                        for d in days
+                    ]
+                    ax.plot(range(len(days)), vals, marker="o", label=split)
+                if key == "fnr":
+                    ax.axhline(0.005, color="k", ls="--", lw=1, label="β")
+                ax.set_title(f"{op}: {label}")
+                ax.set_xlabel("query (day)")
+        axes[0, 0].legend()
+        fig.suptitle("count > q70 AND/OR avg_dwell > q70, β = 0.005 (cf. thesis Figs 6.3–6.4)")
+        fig.tight_layout()
+        p = out / "fig_6_complex.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+# --------------------------------------------------------------------------- CLI
+def _floats(text: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, not {text!r}"
+        ) from None
+    if not vals:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return vals
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``occustream mide-eval`` argument parser."""
+    p = argparse.ArgumentParser(
+        prog="occustream mide-eval",
+        description="MIDE threshold-query experiments (thesis ch. 5-6) on simulated campus "
+        "data: FNR, FPR, ex-post ε, min-entropy per algorithm; tables and plots.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    src = p.add_argument_group("data (default: simulate the campus)")
+    src.add_argument("--site", default="campus", help="building model to simulate")
+    src.add_argument("--days", type=int, default=7, help="simulated days (>= 6 for weekend)")
+    src.add_argument("--counts", type=Path, help="hourly peak counts .npy, (24,P) or (2,24,P)")
+    src.add_argument("--capacities", type=Path, help="capacities .npy (P,), with --counts")
+    src.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="counts drawn around capacities instead of the simulator",
+    )
+    p.add_argument("--runs", type=int, default=20, help="runs per cell (thesis: 100)")
+    p.add_argument("--seed", type=int, default=1, help="seed of data and noise")
+    p.add_argument("--betas", type=_floats, default=list(BETAS), help="β sweep values")
+    p.add_argument("--alphas", type=_floats, default=list(ALPHAS), help="α sweep values")
+    p.add_argument(
+        "--skip", default="", help="comma list of parts to skip: main,beta,alpha,complex,plots"
+    )
+    p.add_argument("--out", type=Path, default=Path("mide-eval-out"), help="output directory")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the experiments; return 0 on success."""
+    args = build_parser().parse_args(argv)
+    if args.runs < 1:
+        raise InvalidParameterError(f"--runs must be >= 1, not {args.runs}")
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    unknown = skip - {"main", "beta", "alpha", "complex", "plots"}
+    if unknown:
+        raise InvalidParameterError(
+            f"--skip must name main,beta,alpha,complex,plots, not {sorted(unknown)}"
+        )
+    if any(not 0 < b < 0.5 for b in args.betas) or any(a <= 0 for a in args.alphas):
+        raise InvalidParameterError("--betas must lie in (0, 0.5) and --alphas be > 0")
+    if args.counts is not None:
+        main_days, all_days = file_days(args.counts, args.capacities)
+    elif args.synthetic:
+        main_days, all_days = synthetic_days(24, max(args.days, 1), args.seed)
+    else:
+        if args.days < 1:
+            raise InvalidParameterError(f"--days must be >= 1, not {args.days}")
+        main_days, all_days = simulated_days(args.site, args.days, args.seed)
+    weekday = main_days[0]
+    total = 0
+    if "main" not in skip:
+        total += len(main_days) * len(LEVELS) * len(ALGORITHMS) * args.runs
+    if "beta" not in skip:
+        total += len(args.betas) * len(ALGORITHMS) * args.runs
+    if "alpha" not in skip:
+        total += len(args.alphas) * len(ALGORITHMS) * args.runs
+    if "complex" not in skip:
+        total += len(all_days) * 4 * args.runs
+    from tqdm import tqdm
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tqdm(
+        total=total, desc="mide-eval", unit="run", file=sys.stderr, disable=args.no_progress
+    ) as bar:
+        main_rows = main_table(main_days, args.runs, args.seed, bar) if "main" not in skip else []
+        sb = (
+            sweep(weekday, "L", "beta", args.betas, args.runs, args.seed, bar)
+            if "beta" not in skip
+            else []
+        )
+        sa = (
+            sweep(weekday, "L", "alpha", args.alphas, args.runs, args.seed, bar)
+            if "alpha" not in skip
+            else []
+        )
+        cx = (
+            complex_experiment(all_days, args.runs, args.seed, bar) if "complex" not in skip else []
+        )
+    cols_main = [
+        "query",
+        "algorithm",
+        "predicates",
+        "positives",
+        "fnr",
+        "fpr",
+        "eps_post",
+        "gamma",
+        "eps",
+    ]
+    md = [f"# MIDE evaluation ({args.runs} runs per cell, seed {args.seed})", ""]
+    for name, rows, cols in (
+        ("main", main_rows, cols_main),
+        ("sweep_beta", sb, ["beta", "algorithm", "fnr", "fpr", "eps_post", "gamma", "denied"]),
+        ("sweep_alpha", sa, ["alpha", "algorithm", "fnr", "fpr", "eps_post", "gamma", "denied"]),
+        ("complex", cx, ["day", "op", "split", "eps", "fnr", "fpr", "denied"]),
+    ):
+        if rows:
+            _write_csv(args.out / f"{name}.csv", rows)
+            md += [f"## {name}", "", markdown(rows, cols), ""]
+    (args.out / "tables.md").write_text("\n".join(md) + "\n")
+    if main_rows:
+        print(
+            "MIDE at β = 0.05, α = 1 (ε* = ex-post DP, γ = min-entropy in nats; "
+            "columns averaged over runs)"
+        )
+        print(markdown(main_rows, cols_main))
+    if "plots" not in skip and main_rows and sa and sb:
+        for p in plots(args.out, main_rows, sb, sa, cx):
+            print(f"wrote {p}")
+    print(f"wrote {args.out / 'tables.md'}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
