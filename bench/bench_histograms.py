@@ -52,12 +52,14 @@ def _datasets(quick: bool) -> dict[str, np.ndarray]:
     else:  # no DPBench folder: generated shapes at DPBench-like scale
         rng = np.random.default_rng(0)
         for kind in ("step", "zipf", "random"):
-            out[f"GEN-{kind}"] = ev.resample(ev.synthetic_shape(kind, 4096, rng=rng), 100_000,
-                                             rng=rng)
+            out[f"GEN-{kind}"] = ev.resample(
+                ev.synthetic_shape(kind, 4096, rng=rng), 100_000, rng=rng
+            )
     out["OCCUPANCY-dbh"] = _occupancy_cube()
     rng = np.random.default_rng(64)
-    out["RANDOM-64K"] = ev.resample(ev.synthetic_shape("random", 65536, rng=rng), 1_000_000,
-                                    rng=rng)
+    out["RANDOM-64K"] = ev.resample(
+        ev.synthetic_shape("random", 65536, rng=rng), 1_000_000, rng=rng
+    )
     return out
 
 
@@ -70,8 +72,15 @@ def _occupancy_cube() -> np.ndarray:
 
 def _tables(quick: bool) -> tuple[dict, list[ev.ResultRow]]:
     data = _datasets(quick)
-    rows = ev.evaluate_1d(data, TABLE_II, EPSILONS, ("small", "large"),
-                          trials=1 if quick else 5, seed=2026, n_queries=1000 if quick else 2000)
+    rows = ev.evaluate_1d(
+        data,
+        TABLE_II,
+        EPSILONS,
+        ("small", "large"),
+        trials=1 if quick else 5,
+        seed=2026,
+        n_queries=1000 if quick else 2000,
+    )
     med = {(r.dataset, r.algorithm, r.epsilon, r.workload): r.error_median for r in rows}
     tables: dict = {}
     for w in ("small", "large"):
@@ -79,16 +88,25 @@ def _tables(quick: bool) -> tuple[dict, list[ev.ResultRow]]:
         for d in data:
             for e in EPSILONS:
                 base = med[(d, "Identity", e, w)]
-                t[f"{d} eps={e:g}"] = {a: {"error": float(f"{med[(d, a, e, w)]:.3g}"),
-                                           "vs_identity": round(med[(d, a, e, w)] / base, 3)}
-                                       for a in TABLE_II}
+                t[f"{d} eps={e:g}"] = {
+                    a: {
+                        "error": float(f"{med[(d, a, e, w)]:.3g}"),
+                        "vs_identity": round(med[(d, a, e, w)] / base, 3),
+                    }
+                    for a in TABLE_II
+                }
         tables[w] = t
-    findings = {"all": _findings(rows, list(data)),
-                "dpbench_4096": _findings(rows, [d for d in data if d not in SPECIAL]),
-                "random_64k": _findings(rows, ["RANDOM-64K"])}
-    return {"error_tables": tables, "findings": findings,
-            "scales": {d: int(x.sum()) for d, x in data.items()},
-            "domains": {d: len(x) for d, x in data.items()}}, rows
+    findings = {
+        "all": _findings(rows, list(data)),
+        "dpbench_4096": _findings(rows, [d for d in data if d not in SPECIAL]),
+        "random_64k": _findings(rows, ["RANDOM-64K"]),
+    }
+    return {
+        "error_tables": tables,
+        "findings": findings,
+        "scales": {d: int(x.sum()) for d, x in data.items()},
+        "domains": {d: len(x) for d, x in data.items()},
+    }, rows
 
 
 def _findings(rows: list[ev.ResultRow], datasets: list[str]) -> dict:
@@ -106,8 +124,12 @@ def _findings(rows: list[ev.ResultRow], datasets: list[str]) -> dict:
                 sort_beats_identity += best_s < med[(d, "Identity", e, w)]
                 best = min(TABLE_II, key=lambda a, d=d, e=e: med[(d, a, e, w)])
                 dawa_best += best == "DAWA"
-        out[w] = {"cells": cells, "sorted_beats_unsorted": sort_wins,
-                  "sorted_beats_identity": sort_beats_identity, "dawa_best_overall": dawa_best}
+        out[w] = {
+            "cells": cells,
+            "sorted_beats_unsorted": sort_wins,
+            "sorted_beats_identity": sort_beats_identity,
+            "dawa_best_overall": dawa_best,
+        }
     return out
 
 
@@ -124,29 +146,39 @@ def _runtime(quick: bool) -> dict:
     sizes = [1024, 4096, 16384, 65536] if quick else [1024, 4096, 16384, 65536, 262144, 500000]
     repeats = 1 if quick else 3
     rng = np.random.default_rng(1)
-    res: dict = {"n": sizes, "restricted_dpp_s": [], "dawa_partition_s": [],
-                 "restricted_dpp_per_nlog2n_us": [], "dawa_per_nlog2n_us": []}
+    res: dict = {
+        "n": sizes,
+        "restricted_dpp_s": [],
+        "dawa_partition_s": [],
+        "restricted_dpp_per_nlog2n_us": [],
+        "dawa_per_nlog2n_us": [],
+    }
     for n in sizes:
         x = ev.resample(rng.pareto(1.5, n) + 0.1, 50 * n, rng=rng)
         noisy = x + rng.laplace(0, 1 / 0.9, n)
         y = np.sort(noisy)[::-1]
-        t_dpp = _median_time(lambda y=y: dp_partition(y, FORMULAS["uee"], 0.9, 0.1,
-                                                       restricted=True), repeats)
-        t_dawa = _median_time(lambda x=x: dawa_partition(x, 0.25, 0.75, dyadic=True, rng=rng),
-                              repeats)
+        t_dpp = _median_time(
+            lambda y=y: dp_partition(y, FORMULAS["uee"], 0.9, 0.1, restricted=True), repeats
+        )
+        t_dawa = _median_time(
+            lambda x=x: dawa_partition(x, 0.25, 0.75, dyadic=True, rng=rng), repeats
+        )
         nl = n * math.log2(n) ** 2
         res["restricted_dpp_s"].append(round(t_dpp, 4))
         res["dawa_partition_s"].append(round(t_dawa, 4))
         res["restricted_dpp_per_nlog2n_us"].append(round(1e6 * t_dpp / nl, 4))
         res["dawa_per_nlog2n_us"].append(round(1e6 * t_dawa / nl, 4))
     ln = np.log(sizes)
-    res["restricted_dpp_loglog_slope"] = round(float(np.polyfit(ln, np.log(
-        res["restricted_dpp_s"]), 1)[0]), 3)
-    res["dawa_loglog_slope"] = round(float(np.polyfit(ln, np.log(res["dawa_partition_s"]), 1)[0]),
-                                     3)
+    res["restricted_dpp_loglog_slope"] = round(
+        float(np.polyfit(ln, np.log(res["restricted_dpp_s"]), 1)[0]), 3
+    )
+    res["dawa_loglog_slope"] = round(
+        float(np.polyfit(ln, np.log(res["dawa_partition_s"]), 1)[0]), 3
+    )
     # reference slopes of n·log²n over the same sizes (what an O(n log² n) curve shows)
-    res["n_log2n_loglog_slope"] = round(float(np.polyfit(
-        ln, np.log([n * math.log2(n) ** 2 for n in sizes]), 1)[0]), 3)
+    res["n_log2n_loglog_slope"] = round(
+        float(np.polyfit(ln, np.log([n * math.log2(n) ** 2 for n in sizes]), 1)[0]), 3
+    )
     return res
 
 
@@ -156,21 +188,30 @@ def _two_d(quick: bool) -> tuple[dict, list[ev.ResultRow]]:
         names = list(DPBENCH_2D)[:3] if quick else list(DPBENCH_2D)
         cubes = {n: load_array(data_dir / DPBENCH_2D[n]) for n in names}
     else:
-        cubes = {"GEN-2D": ev.resample(np.outer(np.arange(1, 257.0) ** -1.0,
-                                                np.ones(256)), 100_000,
-                                       rng=np.random.default_rng(0))}
-    rows = ev.evaluate_2d(cubes, EPSILONS, trials=1 if quick else 3, seed=2026,
-                          n_queries=500 if quick else 2000)
+        cubes = {
+            "GEN-2D": ev.resample(
+                np.outer(np.arange(1, 257.0) ** -1.0, np.ones(256)),
+                100_000,
+                rng=np.random.default_rng(0),
+            )
+        }
+    rows = ev.evaluate_2d(
+        cubes, EPSILONS, trials=1 if quick else 3, seed=2026, n_queries=500 if quick else 2000
+    )
     out = {}
     for r in rows:
         if r.algorithm == "kdtree":
-            cell = next(c for c in rows if c.dataset == r.dataset and c.epsilon == r.epsilon
-                        and c.algorithm == "cell")
+            cell = next(
+                c
+                for c in rows
+                if c.dataset == r.dataset and c.epsilon == r.epsilon and c.algorithm == "cell"
+            )
             out[f"{r.dataset} eps={r.epsilon:g}"] = {
                 "cell": float(f"{cell.error_median:.3g}"),
                 "kdtree": float(f"{r.error_median:.3g}"),
                 "kdtree_vs_cell": round(r.error_median / cell.error_median, 3),
-                "kdtree_partitions": int(r.n_bins)}
+                "kdtree_partitions": int(r.n_bins),
+            }
     return out, rows
 
 

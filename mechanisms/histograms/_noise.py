@@ -46,8 +46,12 @@ def laplace_noise(
 
 
 def noisy_values(
-    values: np.ndarray, epsilon: float, *, sensitivity: float = 1.0,
-    rng: np.random.Generator | None = None, discrete: bool = False,
+    values: np.ndarray,
+    epsilon: float,
+    *,
+    sensitivity: float = 1.0,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
 ) -> np.ndarray:
     """NOISE DRAWING: Laplace mechanism (SORTaki Def. II.4), ``values + Lap(Δ/ε)``.
 

@@ -65,12 +65,14 @@ def _bias(size: np.ndarray, eps_in: float) -> np.ndarray:
     return (size - 1) * 2.0 / eps_in**2
 
 
-def _formula(noise: Callable[[np.ndarray, float, float], np.ndarray], noisy_data: bool,
-             doc: str) -> BinErrorFormula:
+def _formula(
+    noise: Callable[[np.ndarray, float, float], np.ndarray], noisy_data: bool, doc: str
+) -> BinErrorFormula:
     """A bin error formula: SSE (bias-corrected on noisy data) + the finalizer's noise term."""
 
-    def formula(st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
-                ) -> np.ndarray:
+    def formula(
+        st: PrefixStats, s: np.ndarray, e: np.ndarray, eps_in: float, eps_f: float
+    ) -> np.ndarray:
         size = np.asarray(e) - np.asarray(s)
         err = st.sse(s, e) + noise(size, eps_in, eps_f)
         return err - _bias(size, eps_in) if noisy_data else err
@@ -80,15 +82,20 @@ def _formula(noise: Callable[[np.ndarray, float, float], np.ndarray], noisy_data
 
 
 ee_waf = _formula(_noise_waf, False, "EE, SORTaki eq. (4): real-data SSE + 2/(ε_in² + |v|ε_f²).")
-uee_waf = _formula(_noise_waf, True, "UEE, SORTaki eq. (5): noisy SSE − (|v|−1)·2/ε_in² + "
-                   "2/(ε_in² + |v|ε_f²).")
+uee_waf = _formula(
+    _noise_waf, True, "UEE, SORTaki eq. (5): noisy SSE − (|v|−1)·2/ε_in² + 2/(ε_in² + |v|ε_f²)."
+)
 ee_ahp = _formula(_noise_ahp, False, "EE for AHP's finalizer: real-data SSE + 2/(|v|ε_f²).")
-uee_ahp = _formula(_noise_ahp, True, "UEE for AHP's finalizer: noisy SSE − (|v|−1)·2/ε_in² + "
-                   "2/(|v|ε_f²).")
+uee_ahp = _formula(
+    _noise_ahp, True, "UEE for AHP's finalizer: noisy SSE − (|v|−1)·2/ε_in² + 2/(|v|ε_f²)."
+)
 
 
 FORMULAS: dict[str, BinErrorFormula] = {
-    "ee": ee_waf, "uee": uee_waf, "ee_ahp": ee_ahp, "uee_ahp": uee_ahp,
+    "ee": ee_waf,
+    "uee": uee_waf,
+    "ee_ahp": ee_ahp,
+    "uee_ahp": uee_ahp,
 }
 
 

@@ -96,8 +96,9 @@ class Partition:
 
     def bin_sums(self, values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` over every bin."""
-        return np.bincount(self.labels, weights=np.asarray(values, np.float64).ravel(),
-                           minlength=self.n_bins)
+        return np.bincount(
+            self.labels, weights=np.asarray(values, np.float64).ravel(), minlength=self.n_bins
+        )
 
     def bin_means(self, values: np.ndarray) -> np.ndarray:
         """Average of ``values`` over every bin."""

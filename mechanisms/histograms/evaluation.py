@@ -92,16 +92,18 @@ def prefix_workload(n: int) -> Workload:
     return Workload("prefix", n, np.zeros(n, np.int64), np.arange(1, n + 1, dtype=np.int64))
 
 
-def random_range_workload(n: int, sizes: tuple[int, ...], n_queries: int, name: str, *,
-                          rng: np.random.Generator) -> Workload:
+def random_range_workload(
+    n: int, sizes: tuple[int, ...], n_queries: int, name: str, *, rng: np.random.Generator
+) -> Workload:
     """``n_queries`` ranges with length drawn from ``sizes`` (capped at n), uniform position."""
     size = np.minimum(rng.choice(np.asarray(sizes, np.int64), n_queries), n)
     lo = (rng.random(n_queries) * (n - size + 1)).astype(np.int64)
     return Workload(name, n, lo, lo + size)
 
 
-def make_workload(name: str, n: int, *, n_queries: int = 2000,
-                  rng: np.random.Generator | None = None) -> Workload:
+def make_workload(
+    name: str, n: int, *, n_queries: int = 2000, rng: np.random.Generator | None = None
+) -> Workload:
     """Workload by name: identity, prefix, small (1..10), large (100..1000 step 100)."""
     if name == "identity":
         return identity_workload(n)
@@ -129,8 +131,13 @@ def scaled_error(x: np.ndarray, estimate: np.ndarray, w: Workload) -> float:
     return float(np.linalg.norm(diff) / (w.size * scale))
 
 
-def random_boxes(shape: tuple[int, ...], n_queries: int, *, max_extent: int | None = None,
-                 rng: np.random.Generator) -> np.ndarray:
+def random_boxes(
+    shape: tuple[int, ...],
+    n_queries: int,
+    *,
+    max_extent: int | None = None,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Random hyper-rectangles, array (q, ndim, 2) of [lo, hi) per dimension."""
     out = np.empty((n_queries, len(shape), 2), np.int64)
     for d, size in enumerate(shape):
@@ -162,11 +169,11 @@ def scaled_error_boxes(cube: np.ndarray, estimate: np.ndarray, boxes: np.ndarray
 
 def seeded_rngs(seed: int, n: int) -> list[np.random.Generator]:
     """``n`` independent generators derived from ``seed`` (reproducible trials)."""
-    return [np.random.Generator(np.random.PCG64(s)) for s in
-            np.random.SeedSequence(seed).spawn(n)]
+    return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(n)]
 
 
 # --- experiment drivers (pure; the CLI adds I/O, tables and plots) ---------------------
+
 
 @dataclass(frozen=True)
 class ResultRow:
@@ -249,10 +256,14 @@ def evaluate_1d(
     for d_i, (dname, shape) in enumerate(datasets.items()):
         shape = np.asarray(shape, np.float64).ravel()
         n = len(shape)
-        wls = [make_workload(w, n, n_queries=n_queries, rng=_seq(seed, d_i, 7, w_i))
-               for w_i, w in enumerate(workloads)]
-        data = [shape if scale is None else resample(shape, scale, rng=_seq(seed, d_i, 9, t))
-                for t in range(trials)]
+        wls = [
+            make_workload(w, n, n_queries=n_queries, rng=_seq(seed, d_i, 7, w_i))
+            for w_i, w in enumerate(workloads)
+        ]
+        data = [
+            shape if scale is None else resample(shape, scale, rng=_seq(seed, d_i, 9, t))
+            for t in range(trials)
+        ]
         for a_i, cfg in enumerate(configs):
             for e_i, eps in enumerate(epsilons):
                 errs = np.zeros((len(wls), trials))
@@ -264,19 +275,35 @@ def evaluate_1d(
                     for w_i, w in enumerate(wls):
                         if rel is None or cfg.finalizer == "dawa":
                             # workload-aware DAWA gets one release per workload it is scored on
-                            rel = run_config(cfg, data[t], eps, gamma_in=gamma_in,
-                                             workload=(w.lo, w.hi), rng=rng,
-                                             **options)  # type: ignore[arg-type]
+                            rel = run_config(
+                                cfg,
+                                data[t],
+                                eps,
+                                gamma_in=gamma_in,
+                                workload=(w.lo, w.hi),
+                                rng=rng,
+                                **options,
+                            )  # type: ignore[arg-type]
                         bins[t] = rel.n_bins
                         errs[w_i, t] = scaled_error(data[t], rel.estimate, w)
                     if callable(progress):
                         progress()
                 sec = (perf_counter() - t0) / trials
                 for w_i, w in enumerate(wls):
-                    rows.append(ResultRow(dname, cfg.name, float(eps), w.name,
-                                          float(errs[w_i].mean()), float(errs[w_i].std()),
-                                          float(np.median(errs[w_i])), trials, sec,
-                                          float(bins.mean())))
+                    rows.append(
+                        ResultRow(
+                            dname,
+                            cfg.name,
+                            float(eps),
+                            w.name,
+                            float(errs[w_i].mean()),
+                            float(errs[w_i].std()),
+                            float(np.median(errs[w_i])),
+                            trials,
+                            sec,
+                            float(bins.mean()),
+                        )
+                    )
     return rows
 
 
@@ -301,8 +328,10 @@ def evaluate_2d(
     for d_i, (dname, cube) in enumerate(cubes.items()):
         cube = np.asarray(cube, np.float64)
         boxes = random_boxes(cube.shape, n_queries, rng=_seq(seed, d_i, 7))
-        data = [cube if scale is None else resample(cube, scale, rng=_seq(seed, d_i, 9, t))
-                for t in range(trials)]
+        data = [
+            cube if scale is None else resample(cube, scale, rng=_seq(seed, d_i, 9, t))
+            for t in range(trials)
+        ]
         for e_i, eps in enumerate(epsilons):
             for a_i, alg in enumerate(("cell", "kdtree")):
                 errs, nb = np.zeros(trials), np.zeros(trials)
@@ -318,7 +347,18 @@ def evaluate_2d(
                     errs[t] = scaled_error_boxes(data[t], est, boxes)
                     if callable(progress):
                         progress()
-                rows.append(ResultRow(dname, alg, float(eps), "rectangles", float(errs.mean()),
-                                      float(errs.std()), float(np.median(errs)), trials,
-                                      (perf_counter() - t0) / trials, float(nb.mean())))
+                rows.append(
+                    ResultRow(
+                        dname,
+                        alg,
+                        float(eps),
+                        "rectangles",
+                        float(errs.mean()),
+                        float(errs.std()),
+                        float(np.median(errs)),
+                        trials,
+                        (perf_counter() - t0) / trials,
+                        float(nb.mean()),
+                    )
+                )
     return rows

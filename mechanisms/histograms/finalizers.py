@@ -41,9 +41,14 @@ __all__ = [
 ]
 
 
-def measure_bin_sums(x: np.ndarray, partition: Partition, eps_f: float, *,
-                     rng: np.random.Generator | None = None, discrete: bool = False
-                     ) -> np.ndarray:
+def measure_bin_sums(
+    x: np.ndarray,
+    partition: Partition,
+    eps_f: float,
+    *,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> np.ndarray:
     """NOISE DRAWING: every bin's sum + Lap(1/ε_f) (parallel composition over bins)."""
     eps_f = check_positive("eps_f", eps_f)
     sums = partition.bin_sums(x)
@@ -61,8 +66,13 @@ def waf_weights(sizes: np.ndarray, eps_in: float, eps_f: float) -> np.ndarray:
     return eps_in**2 / (eps_in**2 + sizes * eps_f**2)
 
 
-def waf_finalize(partition: Partition, noisy_init: np.ndarray, noisy_sums: np.ndarray,
-                 eps_in: float, eps_f: float) -> np.ndarray:
+def waf_finalize(
+    partition: Partition,
+    noisy_init: np.ndarray,
+    noisy_sums: np.ndarray,
+    eps_in: float,
+    eps_f: float,
+) -> np.ndarray:
     """WAF, SORTaki Alg. 4: minimum-variance unbiased mix of both noisy estimates (no rng)."""
     if eps_in <= 0:
         return ahp_finalize(partition, noisy_sums)
@@ -115,9 +125,14 @@ def greedy_level_weights(usage: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
-def measure_tree(bin_sums: np.ndarray, weights: np.ndarray, epsilon: float, *,
-                 rng: np.random.Generator | None = None, discrete: bool = False
-                 ) -> list[np.ndarray]:
+def measure_tree(
+    bin_sums: np.ndarray,
+    weights: np.ndarray,
+    epsilon: float,
+    *,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> list[np.ndarray]:
     """NOISE DRAWING: noisy node sums per level, level l with budget ``w_l·ε``.
 
     Returns:
@@ -134,16 +149,18 @@ def measure_tree(bin_sums: np.ndarray, weights: np.ndarray, epsilon: float, *,
     level = leaves
     for w in weights:
         if w > 0:
-            out.append(level + laplace_noise(1.0 / (w * epsilon), level.shape, rng=rng,
-                                             discrete=discrete))
+            out.append(
+                level + laplace_noise(1.0 / (w * epsilon), level.shape, rng=rng, discrete=discrete)
+            )
         else:
             out.append(np.zeros(0))
         level = level.reshape(-1, 2).sum(axis=1) if len(level) > 1 else level
     return out
 
 
-def tree_least_squares(noisy_levels: list[np.ndarray], weights: np.ndarray, epsilon: float,
-                       n_bins: int) -> np.ndarray:
+def tree_least_squares(
+    noisy_levels: list[np.ndarray], weights: np.ndarray, epsilon: float, n_bins: int
+) -> np.ndarray:
     """GLS leaf estimates from noisy tree levels (Hay et al. 2010, per-level variances).
 
     Bottom-up: combine each node's own measurement with the sum of its children's
@@ -179,7 +196,6 @@ def tree_least_squares(noisy_levels: list[np.ndarray], weights: np.ndarray, epsi
         diff = est - zc.sum(axis=1)
         tot = vc.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(np.isfinite(tot)[:, None] & (tot[:, None] > 0),
-                             vc / tot[:, None], 0.5)
+            share = np.where(np.isfinite(tot)[:, None] & (tot[:, None] > 0), vc / tot[:, None], 0.5)
         est = (zc + share * diff[:, None]).ravel()
     return est[:n_bins]

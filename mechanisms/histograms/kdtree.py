@@ -57,19 +57,26 @@ class KdRelease:
     eps_partitions: float
 
 
-def cell_based_release(x: np.ndarray, epsilon: float, *, sensitivity: float = 1.0,
-                       rng: np.random.Generator | None = None, discrete: bool = False
-                       ) -> np.ndarray:
+def cell_based_release(
+    x: np.ndarray,
+    epsilon: float,
+    *,
+    sensitivity: float = 1.0,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> np.ndarray:
     """NOISE DRAWING — Alg. 1: every cell + Lap(GS/ε) (ε-DP, Thm 4.1).
 
     ``discrete=True``: exact discrete Laplace (integer counts leaving the system).
     """
-    return noisy_values(np.asarray(x, np.float64), epsilon, sensitivity=sensitivity, rng=rng,
-                        discrete=discrete)
+    return noisy_values(
+        np.asarray(x, np.float64), epsilon, sensitivity=sensitivity, rng=rng, discrete=discrete
+    )
 
 
-def usefulness_accuracy(n_cells: int, epsilon: float, delta: float, *,
-                        sensitivity: float = 1.0) -> float:
+def usefulness_accuracy(
+    n_cells: int, epsilon: float, delta: float, *, sensitivity: float = 1.0
+) -> float:
     """Thm 4.2: accuracy ``a = β·(GS/ε)·ln(β/δ)`` reached with probability ≥ 1 − δ.
 
     Args:
@@ -86,8 +93,9 @@ def usefulness_accuracy(n_cells: int, epsilon: float, delta: float, *,
     return beta * (sensitivity / epsilon) * math.log(beta / delta)
 
 
-def usefulness_holds(n_cells: int, epsilon: float, delta: float, accuracy: float, *,
-                     sensitivity: float = 1.0) -> bool:
+def usefulness_holds(
+    n_cells: int, epsilon: float, delta: float, accuracy: float, *, sensitivity: float = 1.0
+) -> bool:
     """Thm 4.2's condition ``GS ≤ α·a/(β·ln(β/δ))`` for accuracy ``a``."""
     beta = float(n_cells)
     return sensitivity <= epsilon * accuracy / (beta * math.log(beta / delta))
@@ -110,9 +118,14 @@ def _split_index(marginal: np.ndarray) -> int:
     return min(max(k, 1), len(m) - 1)
 
 
-def kd_tree_partition(noisy: np.ndarray, xi0: float = math.inf, xi1: float | None = None,
-                      *, epsilon_cells: float | None = None, max_leaves: int = 1 << 20
-                      ) -> list[Box]:
+def kd_tree_partition(
+    noisy: np.ndarray,
+    xi0: float = math.inf,
+    xi1: float | None = None,
+    *,
+    epsilon_cells: float | None = None,
+    max_leaves: int = 1 << 20,
+) -> list[Box]:
     """Alg. 3: kd-tree partitions of a (noisy) cube. Post-processing only.
 
     Args:
@@ -150,8 +163,8 @@ def kd_tree_partition(noisy: np.ndarray, xi0: float = math.inf, xi1: float | Non
         other = tuple(i for i in range(d.ndim) if i != axis)
         k = _split_index(sub.sum(axis=other) if other else sub)
         lo, hi = box[axis]
-        left = box[:axis] + ((lo, lo + k),) + box[axis + 1:]
-        right = box[:axis] + ((lo + k, hi),) + box[axis + 1:]
+        left = box[:axis] + ((lo, lo + k),) + box[axis + 1 :]
+        right = box[:axis] + ((lo + k, hi),) + box[axis + 1 :]
         stack.append(right)
         stack.append(left)
     return leaves
@@ -166,9 +179,15 @@ def _box_slices(box: Box) -> tuple[slice, ...]:
 XI0_TIMES_EPSILON = 100.0
 
 
-def kd_tree_release(x: np.ndarray, epsilon: float, *, xi0: float | None = None,
-                    xi1: float | None = None, rng: np.random.Generator | None = None,
-                    discrete: bool = False) -> KdRelease:
+def kd_tree_release(
+    x: np.ndarray,
+    epsilon: float,
+    *,
+    xi0: float | None = None,
+    xi1: float | None = None,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> KdRelease:
     """NOISE DRAWING — Alg. 2 (two-step kd-tree), ε-DP (Thm 4.3).
 
     Args:
@@ -188,8 +207,9 @@ def kd_tree_release(x: np.ndarray, epsilon: float, *, xi0: float | None = None,
     d_c = cell_based_release(x, half, rng=rng, discrete=discrete)  # step 2
     boxes = kd_tree_partition(d_c, xi0, xi1, epsilon_cells=half)  # step 3 (post-processing)
     counts = np.array([x[_box_slices(b)].sum() for b in boxes])
-    noisy_counts = counts + laplace_noise(1.0 / half, counts.shape, rng=rng,
-                                          discrete=discrete)  # step 5
+    noisy_counts = counts + laplace_noise(
+        1.0 / half, counts.shape, rng=rng, discrete=discrete
+    )  # step 5
     est = np.empty_like(x)
     for b, c in zip(boxes, noisy_counts, strict=True):
         sl = _box_slices(b)
@@ -202,8 +222,9 @@ def _check_box(cube: np.ndarray, box: Box) -> tuple[slice, ...]:
         raise InvalidParameterError(f"box must have {cube.ndim} ranges, not {len(box)}")
     for (lo, hi), size in zip(box, cube.shape, strict=True):
         if not (0 <= lo < hi <= size):
-            raise InvalidParameterError(f"range must satisfy 0 <= lo < hi <= {size}, "
-                                        f"not {(lo, hi)!r}")
+            raise InvalidParameterError(
+                f"range must satisfy 0 <= lo < hi <= {size}, not {(lo, hi)!r}"
+            )
     return _box_slices(box)
 
 
@@ -213,23 +234,20 @@ def range_count(cube: np.ndarray, box: Box) -> float:
     return float(c[_check_box(c, box)].sum())
 
 
-def range_sum(cube: np.ndarray, box: Box, axis: int, values: np.ndarray | None = None
-              ) -> float:
+def range_sum(cube: np.ndarray, box: Box, axis: int, values: np.ndarray | None = None) -> float:
     """sum(A) over the box: Σ a_i·c_i, ``a_i`` the attribute value of the cell along ``axis``.
 
     ``values`` maps indices along ``axis`` to attribute values (default: the index).
     """
     c = np.asarray(cube, np.float64)
     sl = _check_box(c, box)
-    a = np.arange(c.shape[axis], dtype=np.float64) if values is None else np.asarray(values,
-                                                                                       float)
+    a = np.arange(c.shape[axis], dtype=np.float64) if values is None else np.asarray(values, float)
     shape = [1] * c.ndim
     shape[axis] = -1
     return float((c * a.reshape(shape))[sl].sum())
 
 
-def range_average(cube: np.ndarray, box: Box, axis: int, values: np.ndarray | None = None
-                  ) -> float:
+def range_average(cube: np.ndarray, box: Box, axis: int, values: np.ndarray | None = None) -> float:
     """avg(A) = Σ a_i c_i / Σ c_i over the box (no formal guarantee, §4.4); NaN if Σ c ≤ 0."""
     total = range_count(cube, box)
     if total <= 0:

@@ -42,8 +42,9 @@ __all__ = [
 ]
 
 
-def greedy_partition(y: np.ndarray, formula: BinErrorFormula, eps_in: float, eps_f: float
-                     ) -> np.ndarray:
+def greedy_partition(
+    y: np.ndarray, formula: BinErrorFormula, eps_in: float, eps_f: float
+) -> np.ndarray:
     """GP, SORTaki Alg. 5: merge the next value into the current bin while it lowers error.
 
     Args:
@@ -80,8 +81,14 @@ def _trace(back: np.ndarray, n: int) -> np.ndarray:
     return np.asarray(starts[::-1], dtype=np.int64)
 
 
-def dp_partition(y: np.ndarray, formula: BinErrorFormula, eps_in: float, eps_f: float,
-                 *, restricted: bool = False) -> np.ndarray:
+def dp_partition(
+    y: np.ndarray,
+    formula: BinErrorFormula,
+    eps_in: float,
+    eps_f: float,
+    *,
+    restricted: bool = False,
+) -> np.ndarray:
     """DPP, SORTaki Alg. 6 (optimal partition for the formula); optionally restricted.
 
     Args:
@@ -133,8 +140,7 @@ def all_candidates(n: int) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
-def optimal_from_candidates(n: int, s: np.ndarray, e: np.ndarray, cost: np.ndarray
-                            ) -> np.ndarray:
+def optimal_from_candidates(n: int, s: np.ndarray, e: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """Minimum-total-cost partition of ``[0, n)`` into candidate intervals (sorted by end).
 
     Every singleton ``[i, i+1)`` must be a candidate (so a partition always exists).
@@ -218,8 +224,14 @@ def interval_l1_deviation(x: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.nda
     return np.maximum(2.0 * above, 0.0)
 
 
-def dawa_partition(x: np.ndarray, eps_p: float, eps_f: float, *, dyadic: bool = True,
-                   rng: np.random.Generator | None = None) -> np.ndarray:
+def dawa_partition(
+    x: np.ndarray,
+    eps_p: float,
+    eps_f: float,
+    *,
+    dyadic: bool = True,
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
     """NOISE DRAWING — DAWA's private partitioner (Li et al. 2014, §3, "L1 partition").
 
     Each candidate interval B gets the noisy cost
@@ -287,7 +299,7 @@ def dpcube_partition(y: np.ndarray, xi: float) -> np.ndarray:
             starts.append(s)
             continue
         half = mass[s] + (mass[e] - mass[s]) / 2.0
-        m = int(np.searchsorted(mass[s + 1:e + 1], half, side="left")) + s + 1
+        m = int(np.searchsorted(mass[s + 1 : e + 1], half, side="left")) + s + 1
         m = min(max(m, s + 1), e - 1)
         stack.append((m, e))
         stack.append((s, m))

@@ -57,8 +57,19 @@ __all__ = [
 ]
 
 #: The configurations of SORTaki Table II, in table order.
-TABLE_II = ("Identity", "AHP", "GAHP", "sGAHP", "stGAHP", "sDAHP", "sDWF", "DPC", "sDPC",
-            "DAWA", "sDAWA")
+TABLE_II = (
+    "Identity",
+    "AHP",
+    "GAHP",
+    "sGAHP",
+    "stGAHP",
+    "sDAHP",
+    "sDWF",
+    "DPC",
+    "sDPC",
+    "DAWA",
+    "sDAWA",
+)
 
 #: DAWA's default share of the budget for its partitioner (Li et al. 2014; SORTaki §VII).
 DAWA_PARTITION_SHARE = 0.25
@@ -117,8 +128,9 @@ class Config:
         if not self.uses_initializer:
             g_in = 0.0
         elif not (0.0 < g_in < 1.0):
-            raise InvalidParameterError(f"gamma_in must be in (0, 1) for {self.name}, "
-                                        f"not {gamma_in!r}")
+            raise InvalidParameterError(
+                f"gamma_in must be in (0, 1) for {self.name}, not {gamma_in!r}"
+            )
         g_p = DAWA_PARTITION_SHARE * (1.0 - g_in) if self.partitioner == "dawa" else 0.0
         return BudgetShares(g_in, g_p, 1.0 - g_in - g_p)
 
@@ -145,12 +157,16 @@ def parse_config(name: str) -> Config:
     m = _GRAMMAR.match(name)
     if not m:
         raise InvalidParameterError(
-            f"algorithm must be one of {', '.join(TABLE_II)} (or [s][t](G|D)(AHP|WF)), "
-            f"not {name!r}")
+            f"algorithm must be one of {', '.join(TABLE_II)} (or [s][t](G|D)(AHP|WF)), not {name!r}"
+        )
     s, t, p, f = m.groups()
-    return Config(name, sort=bool(s), threshold=bool(t),
-                  partitioner="greedy" if p == "G" else "dp",
-                  finalizer="ahp" if f == "AHP" else "waf")
+    return Config(
+        name,
+        sort=bool(s),
+        threshold=bool(t),
+        partitioner="greedy" if p == "G" else "dp",
+        finalizer="ahp" if f == "AHP" else "waf",
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,9 +188,9 @@ class HistogramRelease:
         return self.partition.n_bins if self.partition is not None else len(self.estimate)
 
 
-def basic_initializer(x: np.ndarray, eps_in: float, *,
-                      rng: np.random.Generator | None = None, discrete: bool = False
-                      ) -> np.ndarray:
+def basic_initializer(
+    x: np.ndarray, eps_in: float, *, rng: np.random.Generator | None = None, discrete: bool = False
+) -> np.ndarray:
     """NOISE DRAWING — basic Initializer, SORTaki Alg. 1: ``f_i + Lap(1/ε_in)``."""
     return noisy_values(x, eps_in, rng=rng, discrete=discrete)
 
@@ -194,10 +210,20 @@ def threshold_initializer(noisy: np.ndarray, xi: float) -> np.ndarray:
     return np.where(v < xi, 0.0, v)
 
 
-def _partition_starts(cfg: Config, y: np.ndarray, x_ordered: np.ndarray, eps_in: float,
-                      eps_p: float, eps_f: float, *, dpp: str, dpp_full_max_n: int,
-                      dawa_dyadic: bool, xi: float | None, rng: np.random.Generator
-                      ) -> np.ndarray:
+def _partition_starts(
+    cfg: Config,
+    y: np.ndarray,
+    x_ordered: np.ndarray,
+    eps_in: float,
+    eps_p: float,
+    eps_f: float,
+    *,
+    dpp: str,
+    dpp_full_max_n: int,
+    dawa_dyadic: bool,
+    xi: float | None,
+    rng: np.random.Generator,
+) -> np.ndarray:
     n = len(y)
     if cfg.partitioner == "greedy":
         formula = FORMULAS["uee_ahp" if cfg.finalizer == "ahp" else "uee"]
@@ -213,18 +239,28 @@ def _partition_starts(cfg: Config, y: np.ndarray, x_ordered: np.ndarray, eps_in:
     raise InvalidParameterError(f"unknown partitioner {cfg.partitioner!r}")
 
 
-def _ranges_to_bins(partition: Partition, lo: np.ndarray, hi: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _ranges_to_bins(
+    partition: Partition, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Bin index range [first, last+1) covering each domain range [lo, hi) (contiguous bins)."""
     lab = partition.labels
     return lab[np.asarray(lo)], lab[np.asarray(hi) - 1] + 1
 
 
-def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | None = None,
-               workload: tuple[np.ndarray, np.ndarray] | None = None, dpp: str = "auto",
-               dpp_full_max_n: int = 4096, dawa_dyadic: bool = True, xi: float | None = None,
-               discrete: bool = False, rng: np.random.Generator | None = None
-               ) -> HistogramRelease:
+def run_config(
+    cfg: Config,
+    x: np.ndarray,
+    epsilon: float,
+    *,
+    gamma_in: float | None = None,
+    workload: tuple[np.ndarray, np.ndarray] | None = None,
+    dpp: str = "auto",
+    dpp_full_max_n: int = 4096,
+    dawa_dyadic: bool = True,
+    xi: float | None = None,
+    discrete: bool = False,
+    rng: np.random.Generator | None = None,
+) -> HistogramRelease:
     """Run one configuration: SORTaki Alg. 2 (no sorting) or Alg. 3 (with sorting).
 
     Args:
@@ -262,11 +298,20 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
 
     if cfg.partitioner == "none" and not cfg.sort:  # Identity
         est = noisy_values(flat, epsilon, rng=gen, discrete=discrete)
-        return HistogramRelease(cfg.name, est.reshape(shape), epsilon, 0.0, 0.0, epsilon,
-                                Partition.singletons(n), params)
+        return HistogramRelease(
+            cfg.name,
+            est.reshape(shape),
+            epsilon,
+            0.0,
+            0.0,
+            epsilon,
+            Partition.singletons(n),
+            params,
+        )
 
-    noisy = (basic_initializer(flat, eps_in, rng=gen, discrete=discrete) if eps_in > 0
-             else np.zeros(0))
+    noisy = (
+        basic_initializer(flat, eps_in, rng=gen, discrete=discrete) if eps_in > 0 else np.zeros(0)
+    )
     y_init = noisy
     if cfg.threshold:
         xi_t = ahp_threshold(n, eps_in)
@@ -274,9 +319,19 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
         params["threshold_xi"] = xi_t
     order = sort_order(y_init) if cfg.sort else identity_order(n)
     y = y_init[order] if eps_in > 0 else np.zeros(n)
-    starts = _partition_starts(cfg, y, flat[order], eps_in, eps_p, eps_f, dpp=dpp,
-                               dpp_full_max_n=dpp_full_max_n, dawa_dyadic=dawa_dyadic,
-                               xi=xi, rng=gen)
+    starts = _partition_starts(
+        cfg,
+        y,
+        flat[order],
+        eps_in,
+        eps_p,
+        eps_f,
+        dpp=dpp,
+        dpp_full_max_n=dpp_full_max_n,
+        dawa_dyadic=dawa_dyadic,
+        xi=xi,
+        rng=gen,
+    )
     partition = Partition.from_boundaries(order, starts)
 
     if cfg.finalizer == "dawa":
@@ -287,8 +342,9 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
         else:
             usage = np.zeros(fin._height(k) + 1)
         weights = fin.greedy_level_weights(usage)
-        levels = fin.measure_tree(partition.bin_sums(flat), weights, eps_f, rng=gen,
-                                  discrete=discrete)
+        levels = fin.measure_tree(
+            partition.bin_sums(flat), weights, eps_f, rng=gen, discrete=discrete
+        )
         sums = fin.tree_least_squares(levels, weights, eps_f, k)
         est = fin.ahp_finalize(partition, sums)
         params["level_weights"] = [round(float(w), 4) for w in weights]
@@ -299,18 +355,24 @@ def run_config(cfg: Config, x: np.ndarray, epsilon: float, *, gamma_in: float | 
             est = fin.waf_finalize(partition, noisy, sums, eps_in, eps_f)
         else:
             est = fin.ahp_finalize(partition, sums)
-    return HistogramRelease(cfg.name, est.reshape(shape), epsilon, eps_in, eps_p, eps_f,
-                            partition, params)
+    return HistogramRelease(
+        cfg.name, est.reshape(shape), epsilon, eps_in, eps_p, eps_f, partition, params
+    )
 
 
-def release_histogram(algorithm: str, x: np.ndarray, epsilon: float, *,
-                      gamma_in: float | None = None, rng: np.random.Generator | None = None,
-                      **options: object) -> HistogramRelease:
+def release_histogram(
+    algorithm: str,
+    x: np.ndarray,
+    epsilon: float,
+    *,
+    gamma_in: float | None = None,
+    rng: np.random.Generator | None = None,
+    **options: object,
+) -> HistogramRelease:
     """Run the configuration named ``algorithm`` (Table II name) on ``x`` with budget ε."""
     if gamma_in is not None:
         check_probability("gamma_in", gamma_in)
-    return run_config(parse_config(algorithm), x, epsilon, gamma_in=gamma_in, rng=rng,
-                      **options)  # type: ignore[arg-type]
+    return run_config(parse_config(algorithm), x, epsilon, gamma_in=gamma_in, rng=rng, **options)  # type: ignore[arg-type]
 
 
 def with_name(cfg: Config, name: str) -> Config:

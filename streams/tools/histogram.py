@@ -310,6 +310,8 @@ def _error_table(
 def _plot(
     rows: list[ev.ResultRow], workload: str, datasets: list[str], algorithms: list[str]
 ) -> Any:
+    from matplotlib import colormaps
+
     from streams.tools.report import new_figure
 
     ncol = min(4, len(datasets))
@@ -317,14 +319,22 @@ def _plot(
     fig, axes = new_figure(3.2 * ncol, 2.6 * nrow, nrows=nrow, ncols=ncol, squeeze=False)
     for i, d in enumerate(datasets):
         ax = axes[i // ncol][i % ncol]
-        for a in algorithms:
+        for j, a in enumerate(algorithms):
             pts = sorted(
                 (r.epsilon, r.error)
                 for r in rows
                 if r.dataset == d and r.algorithm == a and r.workload == workload
             )
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=a, lw=1)
+            if pts:  # dashed = with sorting; tab20 keeps 11+ algorithms distinguishable
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    marker="os^Dv"[j % 5],
+                    label=a,
+                    lw=1,
+                    ms=4,
+                    color=colormaps["tab20"](j % 20),
+                    ls="--" if a.startswith("s") else "-",
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(d, fontsize=9)

@@ -26,8 +26,23 @@ def _cube(tmp_path: Path) -> tuple[np.ndarray, Path]:
 def test_release_small_cube(tmp_path: Path, algorithm: str) -> None:
     cube, path = _cube(tmp_path)
     out = tmp_path / "rel.json"
-    rc = occustream(["histogram", "release", str(path), "-a", algorithm, "-e", "0.5",
-                     "--day", "2026-11-20", "-o", str(out), "--redis-url", ""])
+    rc = occustream(
+        [
+            "histogram",
+            "release",
+            str(path),
+            "-a",
+            algorithm,
+            "-e",
+            "0.5",
+            "--day",
+            "2026-11-20",
+            "-o",
+            str(out),
+            "--redis-url",
+            "",
+        ]
+    )
     assert rc == 0
     doc = json.loads(out.read_text())
     rel = np.array(doc["released"])
@@ -48,8 +63,24 @@ def test_release_csv_and_seed_reproduces(tmp_path: Path) -> None:
     outs = []
     for i in range(2):
         out = tmp_path / f"r{i}.json"
-        assert occustream(["histogram", "release", str(csv), "-a", "sDAHP", "--seed", "7",
-                           "-o", str(out), "--redis-url", ""]) == 0
+        assert (
+            occustream(
+                [
+                    "histogram",
+                    "release",
+                    str(csv),
+                    "-a",
+                    "sDAHP",
+                    "--seed",
+                    "7",
+                    "-o",
+                    str(out),
+                    "--redis-url",
+                    "",
+                ]
+            )
+            == 0
+        )
         outs.append(json.loads(out.read_text())["released"])
     assert outs[0] == outs[1]
 
@@ -69,8 +100,24 @@ def test_release_jsonl_through_the_oracle(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "rel.json"
-    assert occustream(["histogram", "release", str(path), "-a", "DAWA", "-e", "1",
-                       "-o", str(out), "--redis-url", ""]) == 0
+    assert (
+        occustream(
+            [
+                "histogram",
+                "release",
+                str(path),
+                "-a",
+                "DAWA",
+                "-e",
+                "1",
+                "-o",
+                str(out),
+                "--redis-url",
+                "",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert doc["day"] == "2025-11-20"
     assert doc["shape"] == [len(site.location_ids), 288]
@@ -89,9 +136,23 @@ def test_release_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.e2e
 def test_release_to_redis(tmp_path: Path, redis_client, redis_url: str) -> None:  # type: ignore[no-untyped-def]
     _, path = _cube(tmp_path)
-    rc = occustream(["histogram", "release", str(path), "-a", "sDWF", "-e", "0.25",
-                     "--day", "2026-11-21", "-o", str(tmp_path / "r.json"),
-                     "--redis-url", redis_url])
+    rc = occustream(
+        [
+            "histogram",
+            "release",
+            str(path),
+            "-a",
+            "sDWF",
+            "-e",
+            "0.25",
+            "--day",
+            "2026-11-21",
+            "-o",
+            str(tmp_path / "r.json"),
+            "--redis-url",
+            redis_url,
+        ]
+    )
     assert rc == 0
     doc = json.loads(redis_client.get(rl.histogram("2026-11-21", "sDWF")))
     assert doc["algorithm"] == "sDWF" and len(doc["released"]) == 12
@@ -110,15 +171,34 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
         np.save(tmp_path / "shape.npy", shape)
         data, extra = [str(tmp_path / "shape.npy")], []
     out = tmp_path / "ev"
-    rc = occustream(["histogram", "evaluate", "-d", *data, *extra, "-a", "Identity,DAWA,sDWF",
-                     "--epsilons", "1,0.1", "-t", "2", "--scale", "100000", "-o", str(out)])
+    rc = occustream(
+        [
+            "histogram",
+            "evaluate",
+            "-d",
+            *data,
+            *extra,
+            "-a",
+            "Identity,DAWA,sDWF",
+            "--epsilons",
+            "1,0.1",
+            "-t",
+            "2",
+            "--scale",
+            "100000",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     rows = json.loads((out / "results.json").read_text())
     assert len(rows) == 3 * 2 * 2
     md = (out / "histogram-evaluation.md").read_text()
     assert "Workload: small" in md and "Workload: large" in md and "error scale" in md
     assert sorted(p.name for p in out.glob("*.png")) == [
-        "histogram-evaluation-01-error-small.png", "histogram-evaluation-02-error-large.png"]
+        "histogram-evaluation-01-error-small.png",
+        "histogram-evaluation-02-error-large.png",
+    ]
     err = {(r["algorithm"], r["epsilon"], r["workload"]): r["error"] for r in rows}
     assert err[("Identity", 0.1, "small")] > err[("Identity", 1.0, "small")]
 
@@ -126,8 +206,23 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
 @pytest.mark.skipif(DPBENCH is None, reason="DPBench folder absent")
 def test_evaluate_two_d(tmp_path: Path) -> None:
     out = tmp_path / "ev2"
-    rc = occustream(["histogram", "evaluate", "--two-d", "-d", "ADULT-2D", "--epsilons", "0.1",
-                     "-t", "1", "--queries", "200", "-o", str(out)])
+    rc = occustream(
+        [
+            "histogram",
+            "evaluate",
+            "--two-d",
+            "-d",
+            "ADULT-2D",
+            "--epsilons",
+            "0.1",
+            "-t",
+            "1",
+            "--queries",
+            "200",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     rows = json.loads((out / "results.json").read_text())
     assert {r["algorithm"] for r in rows} == {"cell", "kdtree"}

@@ -36,8 +36,11 @@ def test_prefix_form_matches_direct_sum() -> None:
     st = PrefixStats(y)
     for s, e in [(0, 50), (3, 4), (10, 37)]:
         seg = y[s:e]
-        direct = np.sum((seg - seg.mean()) ** 2) - (len(seg) - 1) * 2 / 0.3**2 \
+        direct = (
+            np.sum((seg - seg.mean()) ** 2)
+            - (len(seg) - 1) * 2 / 0.3**2
             + 2 / (0.3**2 + len(seg) * 0.7**2)
+        )
         got = FORMULAS["uee"](st, np.array([s]), np.array([e]), 0.3, 0.7)[0]
         assert got == pytest.approx(direct, rel=1e-9, abs=1e-9)
 
@@ -84,15 +87,20 @@ def test_dpp_is_optimal_against_brute_force(formula_name: str) -> None:
         got = part.dp_partition(y, formula, e_in, e_f)
         assert _total(st, got, formula, e_in, e_f) == pytest.approx(brute, rel=1e-9, abs=1e-9)
         # restricted DPP: optimal among partitions whose bins all have size 2^k
-        dyadic = [s for s in _all_partitions(n)
-                  if all((b & (b - 1)) == 0 for b in np.diff(np.append(s, n)))]
+        dyadic = [
+            s
+            for s in _all_partitions(n)
+            if all((b & (b - 1)) == 0 for b in np.diff(np.append(s, n)))
+        ]
         brute_r = min(_total(st, s, formula, e_in, e_f) for s in dyadic)
         got_r = part.dp_partition(y, formula, e_in, e_f, restricted=True)
         assert all((b & (b - 1)) == 0 for b in np.diff(np.append(got_r, n)))
         assert _total(st, got_r, formula, e_in, e_f) == pytest.approx(brute_r, rel=1e-9)
         # greedy (Alg. 5) is never better than the optimum
-        assert _total(st, part.greedy_partition(y, formula, e_in, e_f), formula, e_in, e_f) \
+        assert (
+            _total(st, part.greedy_partition(y, formula, e_in, e_f), formula, e_in, e_f)
             >= brute - 1e-9
+        )
 
 
 def test_greedy_finds_the_step() -> None:
@@ -169,7 +177,7 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
         size = 1 << lvl
         for j, val in enumerate(y):
             r = np.zeros(8)
-            r[j * size:(j + 1) * size] = 1
+            r[j * size : (j + 1) * size] = 1
             rows.append(r)
             ys.append(val)
             var.append(2 / (w * eps) ** 2)
@@ -184,8 +192,14 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
 def test_budget_shares_add_up_to_epsilon(name: str) -> None:
     x = np.random.default_rng(0).poisson(4, 64).astype(float)
     for eps, g in [(1.0, None), (0.1, 0.5), (0.37, 0.3)]:
-        r = release_histogram(name, x, eps, gamma_in=g, rng=np.random.default_rng(1),
-                              workload=(np.array([0, 5]), np.array([64, 30])))
+        r = release_histogram(
+            name,
+            x,
+            eps,
+            gamma_in=g,
+            rng=np.random.default_rng(1),
+            workload=(np.array([0, 5]), np.array([64, 30])),
+        )
         assert r.eps_in + r.eps_p + r.eps_f == pytest.approx(eps, rel=1e-12)
         assert min(r.eps_in, r.eps_p, r.eps_f) >= 0
         assert r.estimate.shape == x.shape and np.all(np.isfinite(r.estimate))

@@ -49,8 +49,10 @@ def test_kd_partition_finds_uniform_blocks() -> None:
         assert kd.heterogeneity(cube[tuple(slice(lo, hi) for lo, hi in b)]) <= 0.5
     assert len(kd.kd_tree_partition(cube, xi1=1e9)) == 1
     # ξ0: keep splitting while a partition holds more than ξ0 records
-    assert all(cube[tuple(slice(lo, hi) for lo, hi in b)].sum() <= 100
-               for b in kd.kd_tree_partition(cube, xi0=100, xi1=1e9))
+    assert all(
+        cube[tuple(slice(lo, hi) for lo, hi in b)].sum() <= 100
+        for b in kd.kd_tree_partition(cube, xi0=100, xi1=1e9)
+    )
 
 
 def test_kd_tree_release_3d_and_budget() -> None:
@@ -98,5 +100,5 @@ def test_resample_and_coarsen() -> None:
     assert ev.coarsen(np.arange(8.0), 2).tolist() == [6.0, 22.0]
     boxes = ev.random_boxes((6, 7), 50, rng=rng)
     cube = rng.poisson(2, (6, 7)).astype(float)
-    want = [cube[b[0, 0]:b[0, 1], b[1, 0]:b[1, 1]].sum() for b in boxes]
+    want = [cube[b[0, 0] : b[0, 1], b[1, 0] : b[1, 1]].sum() for b in boxes]
     assert ev.answer_boxes(cube, boxes) == pytest.approx(want)
