@@ -324,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated days: N-1 for priors and training, the last attacked",
     )
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
     p.add_argument(
         "--tick-s",
         type=float,
@@ -376,7 +377,9 @@ def main(argv: list[str]) -> int:
     if bad or not attackers:
         raise InvalidParameterError(f"attackers must be among {list(ATTACKERS)}, not {bad}")
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
-    data = ev.load_data(args.building, days=args.days, seed=args.seed, tick_s=args.tick_s)
+    data = ev.load_data(
+        args.building, days=args.days, seed=args.seed, tick_s=args.tick_s, scale=args.scale
+    )
     given = {"laplace": args.epsilon_laplace, "pegasus": args.epsilon_pegasus, "ttl": args.ttl_s}
     for k, v in given.items():
         if v is not None:

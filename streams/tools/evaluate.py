@@ -175,12 +175,16 @@ def load_data(
     tick_s: float = 300.0,
     eval_days: int = 1,
     scenarios: Any = None,
+    scale: float = 1.0,
 ) -> EvalData:
-    """Simulate ``building`` for ``days`` and compute its true occupancy."""
+    """Simulate ``building`` for ``days`` and compute its true occupancy.
+
+    ``scale`` multiplies the simulated population (1.0 ≈ the thesis' volume).
+    """
     import simulator
 
     site = load_site(building)
-    kwargs: dict[str, Any] = {"days": days, "seed": seed}
+    kwargs: dict[str, Any] = {"days": days, "seed": seed, "scale": scale}
     if scenarios is not None:
         kwargs["scenarios"] = scenarios
     log.info("simulating %s for %d days (seed %d)", site.id, days, seed)
@@ -742,6 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--eval-days", type=int, default=1, help="days scored for utility (default 1)")
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
     p.add_argument("--tick-s", type=float, default=300.0, help="tick length in s (default 300)")
     p.add_argument(
         "--mechanisms",
@@ -797,7 +802,12 @@ def main(argv: list[str]) -> int:
     ttls = _floats(args.ttls, "ttls")
     targets = _floats(args.targets, "targets")
     data = load_data(
-        args.building, days=args.days, seed=args.seed, tick_s=args.tick_s, eval_days=args.eval_days
+        args.building,
+        days=args.days,
+        seed=args.seed,
+        tick_s=args.tick_s,
+        eval_days=args.eval_days,
+        scale=args.scale,
     )
     rows = evaluate(data, mechs, eps, ttls, runs=args.runs)
     tune_rows = []

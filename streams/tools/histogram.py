@@ -28,12 +28,18 @@ import logging
 import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mechanisms.errors import ConfigError, InvalidParameterError, check_positive
+from mechanisms.errors import (
+    ConfigError,
+    InvalidParameterError,
+    check_positive,
+    check_probability,
+)
 from mechanisms.histograms import TABLE_II, parse_config, run_config
 from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.kdtree import cell_based_release, kd_tree_release
@@ -370,6 +376,22 @@ def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str 
     return rep.write(out_dir, fmt_, stem="histogram-evaluation")
 
 
+def _gammas(text: str | None) -> list[float | None]:
+    """``--gamma-in`` values: None (per-configuration default) or a comma list in (0, 1)."""
+    if not text:
+        return [None]
+    out: list[float | None] = []
+    for t in text.split(","):
+        try:
+            g = float(t)
+        except ValueError:
+            raise InvalidParameterError(
+                f"--gamma-in must be numbers in (0, 1), not {t!r}"
+            ) from None
+        out.append(check_probability("--gamma-in", g))
+    return out
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -405,20 +427,28 @@ def _evaluate(args: argparse.Namespace) -> int:
                 x = ev.coarsen(x, args.domain)
             datasets[name] = x
         workloads = args.workloads.split(",")
-        total = len(datasets) * len(algorithms) * len(epsilons) * args.trials
+        gammas = _gammas(args.gamma_in)
+        total = len(datasets) * len(algorithms) * len(epsilons) * args.trials * len(gammas)
+        rows = []
         with tqdm(total=total, desc="histogram evaluation", disable=None) as bar:
-            rows = ev.evaluate_1d(
-                datasets,
-                algorithms,
-                epsilons,
-                workloads,
-                trials=args.trials,
-                seed=args.seed,
-                scale=args.scale,
-                gamma_in=args.gamma_in,
-                n_queries=args.queries,
-                progress=bar.update,
-            )
+            for g in gammas:  # several γ_in: one row per (algorithm, γ_in), as Tables III/V/VIII
+                part = ev.evaluate_1d(
+                    datasets,
+                    algorithms,
+                    epsilons,
+                    workloads,
+                    trials=args.trials,
+                    seed=args.seed,
+                    scale=args.scale,
+                    gamma_in=g,
+                    n_queries=args.queries,
+                    progress=bar.update,
+                    dpp=args.dpp,
+                    dawa_dyadic=not args.dawa_all_intervals,
+                )
+                if len(gammas) > 1:
+                    part = [replace(r, algorithm=f"{r.algorithm} γ={g:g}") for r in part]
+                rows += part
     path = write_report(rows, Path(args.out), "DP histogram evaluation", args.format)
     print(f"wrote {path} and {Path(args.out) / 'results.json'}")
     if args.format == "md":
@@ -519,7 +549,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="resample every data set to this many records (DPBench generator)",
     )
     e.add_argument("--domain", type=int, default=None, help="coarsen 1-D data to this size")
-    e.add_argument("--gamma-in", type=float, default=None, help="initializer share γ_in")
+    e.add_argument(
+        "--gamma-in",
+        default=None,
+        help="initializer share γ_in, or a comma list (0.3,0.5,0.7,0.9) for a γ_in table "
+        "(default: per configuration)",
+    )
+    e.add_argument(
+        "--dpp",
+        default="auto",
+        choices=("auto", "full", "restricted"),
+        help="DP partitioner: full O(n²) Alg. 6, restricted 2^k bins, or auto (full ≤ 4096)",
+    )
+    e.add_argument(
+        "--dawa-all-intervals",
+        action="store_true",
+        help="DAWA partition over all intervals (O(n²) candidates) instead of 2^k sizes",
+    )
     e.add_argument("--queries", type=int, default=2000, help="queries per random workload")
     e.add_argument("--two-d", action="store_true", help="kd-tree vs cell-based on 2-D data")
     e.add_argument(

@@ -88,9 +88,7 @@ class Report:
         self, headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = ""
     ) -> None:
         """Add a table; cells are formatted with :func:`fmt`."""
-        self.blocks.append(
-            ("t", (list(headers), [[fmt(c) for c in r] for r in rows], caption))
-        )
+        self.blocks.append(("t", (list(headers), [[fmt(c) for c in r] for r in rows], caption)))
 
     def figure(self, fig: Figure, caption: str, name: str | None = None) -> None:
         """Add a figure (rendered to PNG now)."""

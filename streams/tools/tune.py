@@ -217,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated days; the last is scored, the others give baselines (default 8)",
     )
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
     p.add_argument("--tick-s", type=float, default=300.0, help="tick length in s (default 300)")
     p.add_argument(
         "--mechanisms",
@@ -247,7 +248,9 @@ def main(argv: list[str]) -> int:
         if not 0 < t <= 1:
             raise InvalidParameterError(f"targets must be in (0, 1], not {t!r}")
     mechs = ev.parse_mechanisms(args.mechanisms)
-    data = ev.load_data(args.building, days=args.days, seed=args.seed, tick_s=args.tick_s)
+    data = ev.load_data(
+        args.building, days=args.days, seed=args.seed, tick_s=args.tick_s, scale=args.scale
+    )
     rows = ev.tune_table(data, mechs, targets, runs=args.runs, utility=args.utility)
     path = ev.write_tune_report(rows, data, args.out, args.format, utility=args.utility)
     headers, body = rows_table(rows)

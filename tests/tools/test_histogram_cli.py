@@ -186,13 +186,15 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
             "2",
             "--scale",
             "100000",
+            "--gamma-in",
+            "0.5,0.9",
             "-o",
             str(out),
         ]
     )
     assert rc == 0
     rows = json.loads((out / "results.json").read_text())
-    assert len(rows) == 3 * 2 * 2
+    assert len(rows) == 3 * 2 * 2 * 2  # algorithms × ε × workloads × γ_in
     md = (out / "histogram-evaluation.md").read_text()
     assert "Workload: small" in md and "Workload: large" in md and "error scale" in md
     assert sorted(p.name for p in out.glob("*.png")) == [
@@ -200,7 +202,8 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
         "histogram-evaluation-02-error-large.png",
     ]
     err = {(r["algorithm"], r["epsilon"], r["workload"]): r["error"] for r in rows}
-    assert err[("Identity", 0.1, "small")] > err[("Identity", 1.0, "small")]
+    assert err[("Identity γ=0.5", 0.1, "small")] > err[("Identity γ=0.5", 1.0, "small")]
+    assert ("sDWF γ=0.9", 1.0, "large") in err
 
 
 @pytest.mark.skipif(DPBENCH is None, reason="DPBench folder absent")
