@@ -21,6 +21,7 @@ clearly beyond the margins of :func:`streams.schema.validate` for its intended r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,9 +60,12 @@ def device_mac(n: int, oui: int) -> str:
     return _fmt((oui << 24) | low)
 
 
-def random_mac(rng: np.random.Generator) -> str:
-    """A randomised (locally administered, unicast) MAC, as phones use for privacy."""
-    v = int(rng.integers(0, 1 << 48, dtype=np.int64))
+def random_mac(u: float) -> str:
+    """A randomised (locally administered, unicast) MAC from a uniform ``u`` in [0, 1).
+
+    Phones use such addresses for privacy; they change from one connection to the next.
+    """
+    v = int(u * (1 << 48))
     first = ((v >> 40) & 0xFC) | 0x02
     return _fmt((first << 40) | (v & 0xFFFFFFFFFF))
 
@@ -71,71 +75,106 @@ def _fmt(v: int) -> str:
     return ":".join(h[i : i + 2] for i in range(0, 12, 2))
 
 
-def stay_events(
-    rng: np.random.Generator,
-    loc: np.ndarray,
-    start_s: np.ndarray,
-    end_s: np.ndarray,
-    interval_s: float,
-    ap_first: np.ndarray,
-    ap_count: np.ndarray,
-    *,
-    offset_max_s: float = 5.0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Events of one device over its stays (vectorised over stays and events).
+#: Uniforms drawn per device, per stay and per (regular) event by :func:`draw_block`.
+U_PER_DEVICE, U_PER_STAY, U_PER_EVENT = 1, 3, 7
 
-    Args:
-        rng: the device's generator.
+
+def events_per_stay(start_s: list[float], end_s: list[float], interval_s: float) -> list[int]:
+    """Upper bound on the regular events of each stay (gaps are ≥ 0.85 · interval)."""
+    step = 0.85 * interval_s
+    return [int((e - s) / step) + 1 for s, e in zip(start_s, end_s, strict=True)]
+
+
+def draw_block(seq: np.random.SeedSequence, n_stays: int, n_events: int) -> np.ndarray:
+    """All the uniforms one device needs, from its own seed sequence, in one call."""
+    rng = np.random.Generator(np.random.PCG64(seq))
+    return rng.random(U_PER_DEVICE + U_PER_STAY * n_stays + U_PER_EVENT * n_events)
+
+
+@dataclass(frozen=True)
+class StayTable:
+    """Stays of many devices, concatenated (device ``k``'s stays are contiguous).
+
+    Attributes:
+        device: device number per stay.
         loc: location index per stay.
-        start_s: stay starts (seconds since simulation start).
-        end_s: stay ends (exclusive).
-        interval_s: the device's re-association period.
-        ap_first: per location, index of its first AP in the AP table (APs are grouped
-            by location).
-        ap_count: per location, its number of APs.
-        offset_max_s: the association event comes ``U(0, offset_max_s)`` after arrival.
+        start_s: stay start (s); ``end_s``: stay end (exclusive).
+        n_events: regular-event bound per stay (:func:`events_per_stay`).
+        interval_s: the device's re-association period, per stay.
+        offset_max_s: the device's association delay bound, per stay.
+        u_offset: offset of each device's block in ``u``.
+        u: the concatenated per-device uniform blocks (:func:`draw_block`).
+    """
+
+    device: np.ndarray
+    loc: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    n_events: np.ndarray
+    interval_s: np.ndarray
+    offset_max_s: np.ndarray
+    u_offset: np.ndarray
+    u: np.ndarray
+
+
+def stay_events(
+    st: StayTable, ap_first: np.ndarray, ap_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Events of all stays at once (vectorised over devices, stays and events).
+
+    Per stay: an association event ``U(0, offset_max_s)`` after its start, then
+    re-associations every ``interval_s · U(0.85, 1.15)``; after each, with probability
+    ``interval_s / 1800 s``, a stochastic reconnection at a uniform time before the next
+    (≈ a Poisson process of rate 1 / 30 min). The AP: one of the location's APs per
+    stay, another one for :data:`ROAM_P` of the events. Events at or after the stay's
+    end are dropped.
 
     Returns:
-        ``(t_s, ap, rssi, stay, delay_s)``: event times (seconds, sorted per stay), AP
-        index, RSSI (dBm), the stay each event belongs to, and its delivery delay.
+        ``(t_s, ap, rssi, stay, delay_s, u_stay)``: event times, AP index, RSSI (dBm),
+        the stay of each event, its delivery delay, and per stay its third uniform
+        (used for randomised MACs).
     """
-    n_stays = len(loc)
-    if n_stays == 0:
-        empty = np.zeros(0)
-        return empty, empty.astype(np.int64), empty.astype(np.int64), empty.astype(np.int64), empty
-    dur = end_s - start_s
-    n_per = (np.floor(dur / (0.85 * interval_s)).astype(np.int64) + 1).clip(min=1)
-    total = int(n_per.sum())
-    stay = np.repeat(np.arange(n_stays), n_per)
-    gaps = interval_s * rng.uniform(0.85, 1.15, size=total)
-    first = np.zeros(n_stays, dtype=np.int64)
-    first[1:] = np.cumsum(n_per)[:-1]
-    gaps[first] = rng.uniform(0.0, offset_max_s, size=n_stays) if offset_max_s > 0 else 0.0
+    n_st = len(st.loc)
+    dev = st.device
+    # local stay number within its device, and the device's first stay
+    first_stay = np.flatnonzero(np.r_[True, dev[1:] != dev[:-1]])
+    dev_first_stay = np.repeat(first_stay, np.diff(np.r_[first_stay, n_st]))
+    local_stay = np.arange(n_st) - dev_first_stay
+    base = st.u_offset[dev] + U_PER_DEVICE
+    u_st = st.u[(base + U_PER_STAY * local_stay)[:, None] + np.arange(U_PER_STAY)]
+    # events: regular ones, per stay
+    n_per = st.n_events
+    stay = np.repeat(np.arange(n_st), n_per)
+    ev_first = np.r_[0, np.cumsum(n_per)[:-1]]
+    # local event number within its device
+    dev_stays_events = np.r_[0, np.cumsum(n_per)]
+    dev_ev0 = dev_stays_events[dev_first_stay]  # first event index of the device, per stay
+    local_ev = np.arange(len(stay)) - dev_ev0[stay]
+    n_dev_stays = np.diff(np.r_[first_stay, n_st])
+    n_stays_of_dev = np.repeat(n_dev_stays, n_dev_stays)
+    ev_base = (base + U_PER_STAY * n_stays_of_dev)[stay] + U_PER_EVENT * local_ev
+    u_ev = st.u[ev_base[:, None] + np.arange(U_PER_EVENT)]
+    iv = st.interval_s[stay]
+    gaps = iv * (0.85 + 0.3 * u_ev[:, 0])
+    gaps[ev_first] = st.offset_max_s * u_st[:, 0]
     csum = np.cumsum(gaps)
-    base = csum[first] - gaps[first]
-    t = start_s[stay] + (csum - base[stay])
-    # stochastic reconnections
-    n_extra = rng.poisson(dur * RECONNECT_RATE_PER_S)
-    if n_extra.sum():
-        ex_stay = np.repeat(np.arange(n_stays), n_extra)
-        ex_t = start_s[ex_stay] + rng.random(len(ex_stay)) * dur[ex_stay]
-        t = np.concatenate([t, ex_t])
-        stay = np.concatenate([stay, ex_stay])
-    keep = t < end_s[stay]
-    t, stay = t[keep], stay[keep]
-    order = np.lexsort((t, stay))
-    t, stay = t[order], stay[order]
-    n = len(t)
-    cnt = ap_count[loc]
-    stay_ap = ap_first[loc] + (rng.random(n_stays) * cnt).astype(np.int64)
+    t = st.start_s[stay] + csum - (csum[ev_first] - gaps[ev_first])[stay]
+    ap_cnt = ap_count[st.loc]
+    stay_ap = ap_first[st.loc] + (u_st[:, 1] * ap_cnt).astype(np.int64)
     ap = stay_ap[stay]
-    roam = rng.random(n) < ROAM_P
-    if roam.any():
-        c = cnt[stay[roam]]
-        ap[roam] = ap_first[loc[stay[roam]]] + (rng.random(int(roam.sum())) * c).astype(np.int64)
-    rssi = rng.integers(-85, -37, size=n)
-    delay = np.minimum(rng.exponential(MEAN_DELAY_S, size=n), MAX_DELAY_S)
-    return t, ap, rssi, stay, delay
+    roam = u_ev[:, 1] < ROAM_P
+    ap[roam] = ap_first[st.loc[stay[roam]]] + (u_ev[roam, 2] * ap_cnt[stay[roam]]).astype(np.int64)
+    rssi = -85 + (u_ev[:, 3] * 48).astype(np.int64)
+    delay = np.minimum(-MEAN_DELAY_S * np.log1p(-u_ev[:, 4]), MAX_DELAY_S)
+    extra = u_ev[:, 5] < iv * RECONNECT_RATE_PER_S
+    if extra.any():
+        t = np.concatenate([t, t[extra] + u_ev[extra, 6] * iv[extra]])
+        stay = np.concatenate([stay, stay[extra]])
+        ap = np.concatenate([ap, ap[extra]])
+        rssi = np.concatenate([rssi, rssi[extra]])
+        delay = np.concatenate([delay, delay[extra]])
+    keep = t < st.end_s[stay]
+    return t[keep], ap[keep], rssi[keep], stay[keep], delay[keep], u_st[:, 2]
 
 
 def malformed_record(

@@ -4,12 +4,13 @@ One building at a time (a campus is its buildings side by side). The population
 (thesis §4.2: students, faculty, staff, visitors of a university building):
 
 * **Students** enrol in courses. Every classroom has a weekly timetable: eight fixed
-  80-minute slots a day (08:00 … 18:30), each used Mon/Wed/Fri or Tue/Thu with a
-  slot-dependent probability (peaks late morning and early afternoon, few evening
-  courses). Enrolment is 30–70 % of the room's fire-code capacity, attendance 85 %,
-  so normal use stays below capacity. Between classes students wait in the corridor
-  (short gaps) or go to a lounge, the lobby or the café (long gaps; lunch), some visit
-  an office (office hours) or a restroom; some stay to study after their last class.
+  80-minute slots a day (08:00 … 18:30); in each slot a fixed, slot-dependent share
+  of the rooms (peaks late morning and early afternoon, few evening courses) holds a
+  Mon/Wed/Fri course and another share a Tue/Thu course. Enrolment is 30–70 % of the
+  room's fire-code capacity, attendance 85 %, so normal use stays below capacity.
+  Between classes students wait in the corridor (short gaps) or go to a lounge, the
+  lobby or the café (long gaps; lunch), some visit an office (office hours) or a
+  restroom; some stay to study after their last class.
 * **Faculty and staff** work in office suites (≈ 40 % of capacity), arrive around
   09:00, leave around 17:30, lunch in the café or a lounge, attend meetings in
   meeting rooms; a few come in at weekends.
@@ -44,8 +45,8 @@ MIN_S = 60.0
 #: Course slots: start hours, 80 minutes each (every 90 minutes).
 SLOT_START_H = (8.0, 9.5, 11.0, 12.5, 14.0, 15.5, 17.0, 18.5)
 SLOT_LEN_S = 80 * MIN_S
-#: Probability that a classroom is used in a slot (per pattern week).
-SLOT_P = (0.17, 0.26, 0.30, 0.22, 0.28, 0.26, 0.15, 0.07)
+#: Share of the classrooms used in a slot, per day pattern.
+SLOT_P = (0.06, 0.08, 0.10, 0.07, 0.09, 0.08, 0.045, 0.025)
 #: Day patterns of a course: Mon/Wed/Fri or Tue/Thu (weekday numbers, Monday = 0).
 PATTERNS = ((0, 2, 4), (1, 3))
 ENROL_FRACTION = (0.30, 0.70)
@@ -168,12 +169,13 @@ class BuildingPlan:
         rng = np.random.Generator(np.random.PCG64(self.tt_seq))
         # weekly timetable: course = (loc, slot, pattern, enrolment)
         courses: list[tuple[int, int, tuple[int, ...], int]] = []
-        for loc in self.by_kind.get("classroom", []):
-            for slot, p in enumerate(SLOT_P):
-                if rng.random() < p:
-                    pattern = PATTERNS[int(rng.integers(len(PATTERNS)))]
+        rooms = self.by_kind.get("classroom", [])
+        for slot, p in enumerate(SLOT_P):
+            for pattern in PATTERNS:  # a fixed share of the rooms is used in every slot
+                k = int(round(p * len(rooms)))
+                for r in sorted(rng.choice(len(rooms), size=k, replace=False).tolist()):
                     frac = rng.uniform(*ENROL_FRACTION)
-                    courses.append((loc, slot, pattern, int(frac * self.cap[loc])))
+                    courses.append((rooms[r], slot, pattern, int(frac * self.cap[rooms[r]])))
         self.courses = courses
         total = sum(c[3] for c in courses)
         n_students = max(1, int(self.scale * total / COURSES_PER_STUDENT))

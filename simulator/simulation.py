@@ -43,7 +43,10 @@ from mechanisms.errors import InvalidParameterError, check_positive
 from simulator.events import (
     MALFORMED_KINDS,
     OUIS,
+    StayTable,
     device_mac,
+    draw_block,
+    events_per_stay,
     malformed_record,
     random_mac,
     stay_events,
@@ -437,47 +440,77 @@ def simulate(
         record("broken_ap", ap=ap_ids[ap_i], location=site.location_ids[cands[0]],
                building=site.buildings[0].id, start_ts=midnight + t_b, end_ts=midnight + w1)
 
-    # ---- events, device by device
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "ap", "rssi", "mac", "delay")}
-    pres: dict[str, list[np.ndarray]] = {k: [] for k in ("mac", "loc", "s", "e")}
-    macs: list[str] = []
+    # ---- events: one uniform block per device (its own seed), then all at once
     roles: dict[str, int] = {}
+    sd: list[int] = []
+    sl: list[int] = []
+    ss: list[float] = []
+    se: list[float] = []
+    sn: list[int] = []
+    siv: list[float] = []
+    soff: list[float] = []
+    blocks: list[np.ndarray] = []
+    u_offset: list[int] = []
+    dev_info: list[tuple[int, bool]] = []  # (device number, randomised) per kept device
     n_dev = 0
+    u_pos = 0
     for plan in plans:
         for p in plan.persons:
             roles[p.role] = roles.get(p.role, 0) + 1
         for dev in plan.devices:
             number = n_dev
             n_dev += 1
-            if not dev.stays:
+            stays = [st for st in dev.stays if st[2] > w0 and st[1] < w1]
+            if not stays:
                 continue
-            rng = np.random.Generator(np.random.PCG64(dev.seq))
-            st = np.array(dev.stays, dtype=np.float64)
-            keep = (st[:, 2] > w0) & (st[:, 1] < w1)
-            st = st[keep]
-            if len(st) == 0:
-                continue
-            loc = st[:, 0].astype(np.int64)
-            t, ap, rssi, stay, delay = stay_events(
-                rng, loc, st[:, 1], st[:, 2], dev.interval_s, ap_first, ap_count,
-                offset_max_s=dev.offset_max_s)
-            if dev.randomised:
-                first = len(macs)
-                macs.extend(random_mac(rng) for _ in range(len(st)))
-                mac_of_stay = np.arange(first, first + len(st))
-            else:
-                macs.append(device_mac(number, OUIS[int(rng.integers(len(OUIS)))]))
-                mac_of_stay = np.full(len(st), len(macs) - 1)
-            cols["t"].append(t)
-            cols["ap"].append(ap)
-            cols["rssi"].append(rssi)
-            cols["mac"].append(mac_of_stay[stay])
-            cols["delay"].append(delay)
-            pres["mac"].append(mac_of_stay)
-            pres["loc"].append(loc)
-            pres["s"].append(np.maximum(st[:, 1], w0))
-            pres["e"].append(np.minimum(st[:, 2], w1))
-    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+            k = len(dev_info)
+            dev_info.append((number, dev.randomised))
+            starts = [st[1] for st in stays]
+            ends = [st[2] for st in stays]
+            n_ev = events_per_stay(starts, ends, dev.interval_s)
+            block = draw_block(dev.seq, len(stays), sum(n_ev))
+            blocks.append(block)
+            u_offset.append(u_pos)
+            u_pos += len(block)
+            sd.extend([k] * len(stays))
+            sl.extend(st[0] for st in stays)
+            ss.extend(starts)
+            se.extend(ends)
+            sn.extend(n_ev)
+            siv.extend([dev.interval_s] * len(stays))
+            soff.extend([dev.offset_max_s] * len(stays))
+    table = StayTable(
+        device=np.array(sd, np.int64), loc=np.array(sl, np.int64),
+        start_s=np.array(ss, np.float64), end_s=np.array(se, np.float64),
+        n_events=np.array(sn, np.int64), interval_s=np.array(siv, np.float64),
+        offset_max_s=np.array(soff, np.float64), u_offset=np.array(u_offset, np.int64),
+        u=np.concatenate(blocks) if blocks else np.zeros(0),
+    )
+    if len(table.loc):
+        t_ev, ap_ev, rssi_ev, stay_ev, delay_ev, u_mac = stay_events(table, ap_first, ap_count)
+    else:
+        t_ev = delay_ev = u_mac = np.zeros(0)
+        ap_ev = rssi_ev = stay_ev = np.zeros(0, np.int64)
+    # MACs: a fixed one per device, or a fresh random one per stay (randomising visitors)
+    macs: list[str] = []
+    mac_of_stay = np.zeros(len(table.loc), np.int64)
+    dev_first = np.searchsorted(table.device, np.arange(len(dev_info)))
+    dev_end = np.r_[dev_first[1:], len(table.loc)]
+    u_all = table.u
+    for k, (number, randomised) in enumerate(dev_info):
+        a0, a1 = int(dev_first[k]), int(dev_end[k])
+        if randomised:
+            mac_of_stay[a0:a1] = np.arange(len(macs), len(macs) + a1 - a0)
+            macs.extend(random_mac(float(x)) for x in u_mac[a0:a1])
+        else:
+            oui = OUIS[int(u_all[u_offset[k]] * len(OUIS))]
+            mac_of_stay[a0:a1] = len(macs)
+            macs.append(device_mac(number, oui))
+    cols = {"t": t_ev, "ap": ap_ev, "rssi": rssi_ev, "mac": mac_of_stay[stay_ev],
+            "delay": delay_ev}
+    pres = {"mac": [mac_of_stay], "loc": [table.loc], "s": [np.maximum(table.start_s, w0)],
+            "e": [np.minimum(table.end_s, w1)]}
+    cat = cols
     t = cat["t"]
     keep = (t >= w0) & (t < w1)
     if broken is not None:
