@@ -25,7 +25,8 @@ Also here:
 
 * :mod:`~mechanisms.mide.privrelax` — PrivRelax / NoiseDown (gradual release).
 * :mod:`~mechanisms.mide.entropy` — min-entropy γ(Θ) (Def. 5.4), exact.
-* :mod:`~mechanisms.mide.accounting` — predicate-wise DP ledger (Def. 5.2–5.3,
+* :mod:`~mechanisms.mide.accounting` — records results in the predicate-wise ledger
+  (:class:`mechanisms.accounting.PredicateLedger`, Def. 5.2–5.3,
   Thm 5.1–5.3); the internal home of ``ex_post``.
 * :mod:`~mechanisms.mide.aggregates` — count / sum / average threshold queries with
   explicit contribution bounds and sensitivity.

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from mechanisms.errors import InvalidParameterError
-from mechanisms.mide.accounting import PredicateLedger
+from mechanisms.mide.accounting import PredicateLedger, ledger_min_entropy, record_result
 from mechanisms.mide.aggregates import avg_query, count_query, sum_query
 from mechanisms.mide.complex import And, Leaf, Or, answer, leaf_epsilons, split_beta, truth
 from mechanisms.mide.language import (
@@ -171,23 +171,18 @@ def test_aggregate_sensitivities_and_avg_rewrite():
 
 
 def test_ledger_composes_by_intersection_and_reports_ex_post():
-    led = PredicateLedger()
-    rooms = [("r1",), ("r2",), ("r3",)]
+    led = PredicateLedger(["r1", "r2", "r3"])
     r = decide(np.array([5.0, 50.0, 500.0]), 40.0, algorithm="ppwlm", beta=BETA, alpha=1.0,
                epsilon_max=4.0, rng=np.random.default_rng(1))
-    led.record("q1", [x[0] for x in rooms], epsilon_ex_ante=r.epsilon_spent, ex_post=r.ex_post)
+    entry = record_result(led, r, tick=7)
+    assert entry is not None and entry.internal and entry.mechanism == "mide:ppwlm"
+    np.testing.assert_allclose(entry.epsilons, r.ex_post)
     # a second query over coarser predicates: building A = r1 ∪ r2, building B = r3
-    led.record("q2", {"A": ["r1", "r2"], "B": ["r3"]}, epsilon_ex_ante=1.0,
-               ex_post=np.array([0.4, 1.0]))
-    post = led.per_atom_ex_post()
-    assert post["r1"] == pytest.approx(r.ex_post[0] + 0.4)  # Thm 5.2: ε add on overlap
-    assert post["r3"] == pytest.approx(r.ex_post[2] + 1.0)
-    assert led.ex_post_dp() == pytest.approx(max(post.values()))  # Thm 5.3
-    assert led.ex_ante_dp() == pytest.approx(r.epsilon_spent + 1.0)
-    assert 0 <= led.min_entropy() <= math.log(3)
-    assert set(led.public_summary()) == {"runs", "epsilon_ex_ante_max", "unit"}
-    with pytest.raises(InvalidParameterError, match="mutually exclusive"):
-        led.record("bad", {"A": ["r1"], "B": ["r1"]}, epsilon_ex_ante=1.0,
-                   ex_post=np.ones(2))
-    with pytest.raises(InvalidParameterError, match="ex_post"):
-        led.record("bad", ["r1"], epsilon_ex_ante=1.0, ex_post=np.array([2.0]))
+    led.record_partition({"A": (["r1", "r2"], 0.4), "B": (["r3"], 1.0)}, mechanism="q2",
+                         tick=7)
+    eps = led.epsilons(7)
+    np.testing.assert_allclose(eps, r.ex_post + [0.4, 0.4, 1.0])  # Thm 5.2: ε add
+    assert led.ex_post_epsilon(7) == pytest.approx(eps.max())  # Thm 5.3
+    assert 0 <= ledger_min_entropy(led, 7) <= math.log(3)
+    denied = decide(np.ones(3), 0.0, algorithm="tslm", beta=BETA, alpha=1.0, epsilon_max=0.1)
+    assert record_result(led, denied, tick=7) is None
