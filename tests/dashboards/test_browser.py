@@ -1,0 +1,185 @@
+"""The dashboard in a real headless Chromium over a real Redis read model."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dash_support import TOKENS
+
+from dashboards.synthetic import seed, write_alert, write_tick
+from streams import redis_layout as rl
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+CB_PALETTE = ["#313695", "#4575b4", "#74add1", "#abd9e9", "#e0f3f8", "#fee090", "#fdae61",
+              "#f46d43", "#d73027", "#a50026"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _open(page: Any, url: str, token: str = TOKENS.admin) -> None:
+    page.goto(f"{url}/#token={token}")
+    page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    page.evaluate("window.__marker = 'no-reload'")
+
+
+def _classes(page: Any) -> dict[str, str]:
+    return page.eval_on_selector_all(
+        "#plan .loc", "els => Object.fromEntries(els.map(e => [e.dataset.location, "
+        "e.dataset.class + '|' + e.getAttribute('fill')]))")
+
+
+@pytest.fixture
+def seeded(served: Any, redis_client: Any, campus: Any) -> dict[str, Any]:
+    w = seed(redis_client, campus, days=2, last_day_ticks=24)
+    return {"url": served.url, "written": w, "site": campus}
+
+
+def test_heatmap_renders_every_location_of_each_floor(seeded: dict[str, Any], page: Any) -> None:
+    site = seeded["site"]
+    _open(page, seeded["url"])
+    for b in site.buildings:
+        if len(site.buildings) > 1:
+            page.click(f".tile[data-building='{b.id}']")
+        for f in b.floors:
+            page.click(f"#floors button[data-floor='{f.id}']")
+            want = {loc.id for loc in b.locations if loc.floor == f.id}
+            got = _classes(page)
+            assert set(got) == want
+            for cls_fill in got.values():
+                cls, fill = cls_fill.split("|")
+                assert 1 <= int(cls) <= 10 and fill == CB_PALETTE[int(cls) - 1]
+    assert page.inner_text("#legend").count("10") >= 1
+    assert page.js_errors == []
+
+
+def test_new_tick_changes_colours_without_reload(seeded: dict[str, Any], page: Any,
+                                                 redis_client: Any) -> None:
+    site, ticks = seeded["site"], seeded["written"]["ticks"]
+    _open(page, seeded["url"])
+    before = _classes(page)
+    floor = {loc.id for loc in site.locations if loc.floor == "hall-f1"}
+    new_tick = int(ticks[-1]) + 300
+    slot = rl.slot_of(new_tick, 300)
+    for mech_value in (+1, -1):  # far above, then far below every baseline
+        values = {}
+        for loc in site.location_ids:
+            b = json.loads(redis_client.hget(rl.baseline("laplace"), rl.baseline_field(loc, slot)))
+            values[loc] = b["mu"] + mech_value * (10 * b["sigma"] + 50)
+        write_tick(redis_client, "laplace", new_tick, values)
+        want = "10" if mech_value > 0 else "1"
+        page.wait_for_function(
+            "want => [...document.querySelectorAll('#plan .loc')]"
+            ".every(e => e.dataset.class === want)", arg=want, timeout=10_000)
+        new_tick += 300
+    after = _classes(page)
+    assert set(after) == floor and after != before
+    assert all(v == f"1|{CB_PALETTE[0]}" for v in after.values())
+    assert page.evaluate("window.__marker") == "no-reload"
+    assert page.inner_text("#when").startswith(
+        __import__("dashboards.readmodel").readmodel.day_of(new_tick - 300))
+
+
+def test_alert_appears_live_and_can_be_acknowledged(seeded: dict[str, Any], page: Any,
+                                                    redis_client: Any) -> None:
+    _open(page, seeded["url"])
+    assert page.inner_text("#alert-count") == "0"
+    tick = int(seeded["written"]["ticks"][-1])
+    aid = write_alert(redis_client, {"tick": tick, "location": "hall-110", "capacity": 150,
+                                     "algorithm": "DPPWLM", "beta": 0.01,
+                                     "ex_post_epsilon": 0.4242})
+    item = page.wait_for_selector(f"#alerts li[data-alert-id='{aid}']", timeout=10_000)
+    text = item.inner_text()
+    assert "Public 110" in text and "DPPWLM" in text and "β = 0.01" in text
+    assert "0.4242" not in page.content()
+    assert page.inner_text("#alert-count") == "1"
+    assert "alerting" in page.get_attribute("[data-location='hall-110']", "class")
+    assert page.evaluate("window.__marker") == "no-reload"
+    item.query_selector("button").click()
+    page.wait_for_selector(f"#alerts li.acked[data-alert-id='{aid}']", timeout=5_000)
+    assert redis_client.hexists(rl.ALERTS_ACKS, aid)
+
+
+def test_scrubber_replays_the_day(seeded: dict[str, Any], page: Any) -> None:
+    site, w = seeded["site"], seeded["written"]
+    _open(page, seeded["url"])
+    day_ticks = [int(t) for t in w["ticks"][-24:]]
+    assert page.evaluate("window.__occustream.ticks") == day_ticks
+    floor_locs = [loc.id for loc in site.locations if loc.floor == "hall-f1"]
+
+    def shown() -> list[float]:
+        vals = page.evaluate("window.__occustream.snapshot.values")
+        return [vals[loc]["value"] for loc in floor_locs]
+
+    page.focus("#scrub")
+    page.keyboard.press("Home")  # first tick of the day
+    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[0]}")
+    idx = [site.location_index[loc] for loc in floor_locs]
+    assert shown() == pytest.approx(w["values"]["laplace"][-24][idx])
+    assert page.get_attribute("#live", "aria-pressed") == "false"
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[1]}")
+    assert shown() == pytest.approx(w["values"]["laplace"][-23][idx])
+    # play: walks forward tick by tick and returns to live at the end
+    page.click("#play")
+    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[5]}",
+                           timeout=10_000)
+    page.click("#play")  # pause
+    page.click("#live")
+    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[-1]}")
+    assert page.get_attribute("#live", "aria-pressed") == "true"
+
+
+def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any,
+                                            artifacts_dir: Path, redis_client: Any) -> None:
+    tick = int(seeded["written"]["ticks"][-1])
+    write_alert(redis_client, {"tick": tick, "location": "hall-101", "capacity": 80,
+                               "algorithm": "TSLM", "beta": 0.05})
+    for name, (w, h), token in (("laptop", (1366, 768), TOKENS.analyst),
+                                ("large", (1920, 1080), TOKENS.admin)):
+        ctx = browser.new_context(viewport={"width": w, "height": h})
+        page = ctx.new_page()
+        _open(page, seeded["url"], token)
+        # no horizontal scrolling at either size
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # keyboard: Tab reaches a room; focus shows the tooltip with value and interval
+        first = page.locator("#plan .loc").first
+        first.focus()
+        tip = page.inner_text("#tooltip")
+        assert "Released" in tip and "90 % interval" in tip
+        assert page.evaluate("document.activeElement.dataset.location") is not None
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#details dl")
+        if token == TOKENS.analyst:
+            assert page.is_hidden("#privacy")
+            assert page.is_disabled("#alerts li button")
+        else:
+            page.wait_for_selector("#ledger table tr[data-mech='ttl']")
+            assert "no formal guarantee" in page.inner_text("#ledger")
+            # TTL: no interval, "no formal guarantee" in the tooltip
+            page.select_option("#mech", "ttl")
+            page.wait_for_function("window.__occustream.snapshot.mech === 'ttl'")
+            page.locator("#plan .loc").nth(1).focus()
+            assert "no formal guarantee" in page.inner_text("#tooltip")
+            page.select_option("#mech", "laplace")
+            page.wait_for_function("window.__occustream.snapshot.mech === 'laplace'")
+            page.locator("#plan [data-location='hall-110']").hover()
+        page.screenshot(path=str(artifacts_dir / f"dashboard-{name}.png"))
+        if name == "large" and os.environ.get("OCCUSTREAM_UPDATE_SCREENSHOT"):
+            page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+        ctx.close()
+    assert (artifacts_dir / "dashboard-large.png").stat().st_size > 10_000
+
+
+def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
+                                     campus: Any) -> None:
+    _open(page, served.url)
+    assert page.is_visible("#empty")
+    assert "is the worker running" in page.inner_text("#empty")
+    seed(redis_client, campus, days=1, last_day_ticks=3, mechs=("laplace",))
+    redis_client.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": "laplace", "tick": 0}))
+    page.wait_for_selector("#empty", state="hidden", timeout=10_000)
+    assert page.evaluate("window.__marker") == "no-reload"
