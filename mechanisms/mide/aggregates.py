@@ -74,14 +74,24 @@ def count_query(
     return ThresholdQuery(g, c, float(_check_contrib(max_contributions)), "count")
 
 
+def _records(
+    values: np.ndarray, predicate: np.ndarray, n_predicates: int, lower: float, upper: float,
+    max_contributions: int,
+) -> tuple[float, float, int, int, np.ndarray, np.ndarray]:
+    """Validated (lower, upper, max_contributions, n, clipped values, predicate index)."""
+    lo, hi = _check_bounds(lower, upper)
+    k = _check_contrib(max_contributions)
+    n = int(check_positive("n_predicates", n_predicates))
+    x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
+    p = np.asarray(predicate).ravel()
+    if p.shape != x.shape or (p.size and (p.min() < 0 or p.max() >= n)):
+        raise InvalidParameterError(f"predicate must give an index in [0, {n}) for every value")
+    return lo, hi, k, n, x, p.astype(int)
+
+
 def _per_predicate_sum(values: np.ndarray, predicate: np.ndarray, n_predicates: int
                        ) -> np.ndarray:
-    p = np.asarray(predicate)
-    if p.shape != values.shape or (p.size and (p.min() < 0 or p.max() >= n_predicates)):
-        raise InvalidParameterError(
-            f"predicate must give an index in [0, {n_predicates}) for every value"
-        )
-    return np.bincount(p.astype(int), weights=values, minlength=n_predicates)
+    return np.bincount(predicate, weights=values, minlength=n_predicates)
 
 
 def sum_query(
@@ -100,11 +110,9 @@ def sum_query(
         upper: clip bound above.
         max_contributions: records per individual at most.
     """
-    lo, hi = _check_bounds(lower, upper)
-    k = _check_contrib(max_contributions)
-    n = int(check_positive("n_predicates", n_predicates))
-    x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
-    g = _per_predicate_sum(x, np.asarray(predicate).ravel(), n)
+    lo, hi, k, n, x, p = _records(values, predicate, n_predicates, lower, upper,
+                                  max_contributions)
+    g = _per_predicate_sum(x, p, n)
     c = np.broadcast_to(np.asarray(thresholds, dtype=float), g.shape).copy()
     return ThresholdQuery(g, c, k * max(abs(lo), abs(hi)), "sum")
 
@@ -120,14 +128,9 @@ def avg_query(
         A query with values = excess sums, thresholds = 0 and the matching Δ. An empty
         predicate has excess sum 0 and is (correctly) not over its threshold.
     """
-    lo, hi = _check_bounds(lower, upper)
-    k = _check_contrib(max_contributions)
-    n = int(check_positive("n_predicates", n_predicates))
+    lo, hi, k, n, x, p = _records(values, predicate, n_predicates, lower, upper,
+                                  max_contributions)
     c = np.broadcast_to(np.asarray(thresholds, dtype=float), (n,)).copy()
-    p = np.asarray(predicate).ravel()
-    x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
-    if p.shape != x.shape or (p.size and (p.min() < 0 or p.max() >= n)):
-        raise InvalidParameterError(f"predicate must give an index in [0, {n}) for every value")
-    excess = _per_predicate_sum(x - c[p.astype(int)], p, n)
+    excess = _per_predicate_sum(x - c[p], p, n)
     delta = k * float(np.max(np.maximum(hi - c, c - lo)))
     return ThresholdQuery(excess, np.zeros(n), delta, "avg")

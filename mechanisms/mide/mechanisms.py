@@ -153,18 +153,27 @@ def _denied(n: int, algorithm: str, beta: float, alpha: float) -> MideResult:
                       np.zeros(n), 0)
 
 
+def _single_step(
+    name: str, shifted: bool, values: np.ndarray, thresholds: np.ndarray, beta: float,
+    alpha: float, epsilon_max: float, sensitivity: float, rng: np.random.Generator | None,
+) -> MideResult:
+    g, c, b, a, emax, d = _check_inputs(values, thresholds, beta, alpha, epsilon_max,
+                                        sensitivity)
+    eps = single_step_epsilon(b, a, d)
+    if eps > emax:
+        return _denied(g.size, name, b, a)
+    noisy = g + resolve_rng(rng).laplace(0.0, d / eps, g.size)
+    cut = c - a if shifted else c
+    return MideResult(noisy > cut, False, eps, name, b, a, np.full(g.size, eps))
+
+
 def naive_lm(
     values: np.ndarray, thresholds: np.ndarray, *, beta: float, alpha: float,
     epsilon_max: float, sensitivity: float = 1.0, rng: np.random.Generator | None = None,
 ) -> MideResult:
     """Naive Laplace baseline: return λ iff g + Lap(Δ/ε) > c, ε as TSLM. No β-FNR."""
-    g, c, b, a, emax, d = _check_inputs(values, thresholds, beta, alpha, epsilon_max,
-                                        sensitivity)
-    eps = single_step_epsilon(b, a, d)
-    if eps > emax:
-        return _denied(g.size, "naive", b, a)
-    noisy = g + resolve_rng(rng).laplace(0.0, d / eps, g.size)
-    return MideResult(noisy > c, False, eps, "naive", b, a, np.full(g.size, eps))
+    return _single_step("naive", False, values, thresholds, beta, alpha, epsilon_max,
+                        sensitivity, rng)
 
 
 def tslm(
@@ -176,13 +185,8 @@ def tslm(
     Returns λ iff g + Lap(Δ/ε) > c − α with ε = Δ·ln(1/(2β))/α; denied if ε > ε_max.
     FNR ≤ β: P[g + η ≤ c − α | g > c] ≤ P[η < −α] = β.
     """
-    g, c, b, a, emax, d = _check_inputs(values, thresholds, beta, alpha, epsilon_max,
-                                        sensitivity)
-    eps = single_step_epsilon(b, a, d)
-    if eps > emax:
-        return _denied(g.size, "tslm", b, a)
-    noisy = g + resolve_rng(rng).laplace(0.0, d / eps, g.size)
-    return MideResult(noisy > c - a, False, eps, "tslm", b, a, np.full(g.size, eps))
+    return _single_step("tslm", True, values, thresholds, beta, alpha, epsilon_max,
+                        sensitivity, rng)
 
 
 def _multi_setup(
