@@ -192,20 +192,55 @@ def _ledger_record(
     epsilon: float,
     sensitivity: float,
     n_slots: int,
+    n_values: int,
     shares: dict[str, float],
+    sampler: str,
 ) -> dict[str, Any]:
-    """The ledger entry of one histogram release (public: no counts)."""
-    return {
-        "ts": time.time(),
-        "mechanism": f"histogram:{algorithm}",
-        "scope": f"histogram/{day}",
-        "day": day,
-        "epsilon": epsilon,
-        "unit": f"event (one device in one slot), count sensitivity {sensitivity:g}",
-        "device_day_epsilon": epsilon * n_slots / sensitivity,
-        "composition": "sequential over the slots a device appears in",
-        "shares": shares,
-    }
+    """The ledger entry of one histogram release (:class:`mechanisms.accounting.LedgerRecord`).
+
+    Public content only (no counts). The histogram covers every slot of the day once,
+    so each (device, slot) event is protected at ε; a device present in all
+    ``n_slots`` slots is protected at ``n_slots·ε/Δ`` (sequential composition).
+    """
+    from mechanisms.accounting import UNIT_OF_PRIVACY, LedgerRecord
+
+    device_day = epsilon * n_slots / sensitivity
+    rec = LedgerRecord(
+        mechanism=f"histogram:{algorithm}",
+        tick=None,
+        epsilon=epsilon,
+        scope=f"histogram/{day}",
+        unit=UNIT_OF_PRIVACY,
+        composition="sequential",
+        parts=tuple(round(epsilon * g, 12) for g in shares.values()),
+        n_locations=n_values,
+        sensitivity=sensitivity,
+        sampler=sampler,
+        guarantee=f"pure ε-DP per (device, slot); ≤ {device_day:g}-DP per device-day",
+        note="parts: " + ", ".join(f"{k}={v:g}" for k, v in shares.items()),
+    )
+    return {**rec.to_dict(), "ts": time.time(), "day": day, "device_day_epsilon": device_day}
+
+
+def _check_daily_cap(url: str | None, day: str, epsilon: float, cap: float | None) -> None:
+    """Refuse (before any noise is drawn) a release that would exceed the day's ε cap."""
+    if cap is None:
+        return
+    from mechanisms.errors import BudgetExhaustedError
+
+    spent = 0.0
+    if url:
+        from streams import redis_layout as rl
+
+        spent = sum(float(v) for v in _redis(url).hgetall(rl.ledger_spent(day)).values())
+    if spent + epsilon > cap + 1e-12:
+        raise BudgetExhaustedError(epsilon, max(cap - spent, 0.0), f"histogram/{day}")
+
+
+def _redis(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url)
 
 
 def _release(args: argparse.Namespace) -> int:
@@ -218,6 +253,7 @@ def _release(args: argparse.Namespace) -> int:
     else:
         cube = load_array(args.input)
         day = day or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    _check_daily_cap(args.redis_url, day, eps, args.daily_cap)
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     if args.seed is not None:
         log.warning("--seed makes the noise reproducible: for tests only, never publish it")
@@ -238,7 +274,8 @@ def _release(args: argparse.Namespace) -> int:
         est, n_bins = rel.estimate, rel.n_bins
         shares = {k: rel.params[k] for k in ("gamma_in", "gamma_p", "gamma_f")}
     n_slots = cube.shape[-1] if cube.ndim == 2 else 1
-    ledger = _ledger_record(algo, day, eps, sens, n_slots, shares)
+    sampler = "discrete-laplace (exact)" if discrete else "continuous laplace (float)"
+    ledger = _ledger_record(algo, day, eps, sens, n_slots, int(cube.size), shares, sampler)
     out = {
         "algorithm": algo,
         "day": day,
@@ -248,7 +285,7 @@ def _release(args: argparse.Namespace) -> int:
         "locations": list(locations) if locations else None,
         "slot_s": SLOT_S if cube.ndim == 2 else None,
         "n_bins": n_bins,
-        "noise": "discrete Laplace (exact)" if discrete else "continuous Laplace",
+        "noise": sampler,
         "released": np.round(est, args.decimals).tolist(),
         "ledger": ledger,
     }
@@ -272,8 +309,7 @@ def _to_redis(url: str, day: str, algo: str, text: str, ledger: dict[str, Any]) 
     from streams import redis_layout as rl
 
     try:
-        client = redis.Redis.from_url(url)
-        pipe = client.pipeline()
+        pipe = _redis(url).pipeline()
         pipe.set(rl.histogram(day, algo), text)
         pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(ledger)})
         pipe.hincrbyfloat(rl.ledger_spent(day), ledger["mechanism"], ledger["epsilon"])
@@ -509,6 +545,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--redis-url",
         default=os.environ.get("REDIS_URL"),
         help="also write hist:{day}:{algorithm} and the ledger to Redis",
+    )
+    r.add_argument(
+        "--daily-cap",
+        type=float,
+        default=None,
+        help="refuse the release if the day's ε spent (ledger:spent:{day} in Redis) plus "
+        "--epsilon would exceed this cap",
     )
     r.add_argument("--seed", type=int, default=None, help="seed the noise (tests only)")
 

@@ -159,7 +159,16 @@ def test_release_to_redis(tmp_path: Path, redis_client, redis_url: str) -> None:
     spent = redis_client.hget(rl.ledger_spent("2026-11-21"), "histogram:sDWF")
     assert float(spent) == pytest.approx(0.25)
     entries = redis_client.xrange(rl.LEDGER_STREAM)
-    assert json.loads(entries[-1][1][b"data"])["mechanism"] == "histogram:sDWF"
+    rec = json.loads(entries[-1][1][b"data"])
+    assert rec["mechanism"] == "histogram:sDWF" and rec["scope"] == "histogram/2026-11-21"
+    assert sum(rec["parts"]) == pytest.approx(0.25)
+    # a second release would exceed a daily cap of 0.3: refused, nothing spent
+    again = ["histogram", "release", str(path), "-a", "DAWA", "-e", "0.25", "--day"]
+    again += ["2026-11-21", "-o", str(tmp_path / "r2.json"), "--redis-url", redis_url]
+    assert occustream([*again, "--daily-cap", "0.3"]) == 2
+    assert not (tmp_path / "r2.json").exists()
+    assert redis_client.hget(rl.ledger_spent("2026-11-21"), "histogram:DAWA") is None
+    assert occustream([*again, "--daily-cap", "0.5"]) == 0
 
 
 def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
