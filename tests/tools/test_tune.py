@@ -43,3 +43,22 @@ def test_search_finds_the_epsilon_of_a_colour_utility_target() -> None:
 
     res = search(util, 0.5, 0.01, 20, rel_tol=0.002)
     assert res.param == pytest.approx(math.log(2), rel=0.02)
+
+
+def test_tune_cli_writes_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from streams.cli import main as cli_main
+
+    out = tmp_path / "tune"
+    rc = cli_main(["tune", "--days", "2", "--scale", "0.2", "--mechanisms", "laplace,ttl",
+                   "--targets", "0.5", "--runs", "1", "--out", str(out), "--format", "md"])
+    assert rc == 0
+    md = (out / "evaluate.md").read_text()
+    assert "Table 4.2" in md and "no formal guarantee" in md
+    import json
+
+    rows = json.loads((out / "table_4_2.json").read_text())
+    assert {(r["mechanism"], r["period"]) for r in rows} == {
+        ("laplace", "day"), ("laplace", "night"), ("ttl", "day"), ("ttl", "night")}
+    for r in rows:
+        if r["reached"]:
+            assert r["utility"] >= 0.5
