@@ -367,7 +367,12 @@ def create_app(
             await broker.stop()
             await client.aclose()
 
+    async def end_streams(app: web.Application) -> None:
+        if BROKER in app:
+            app[BROKER].close_subscribers()
+
     app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(end_streams)
     r = app.router
     r.add_get("/", index)
     r.add_get("/docs", docs)

@@ -71,9 +71,14 @@ class Broker:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        self.close_subscribers()
+
+    def close_subscribers(self) -> None:
+        """End every subscriber's stream (server shutting down)."""
         for s in list(self.subscribers):
             with contextlib.suppress(asyncio.QueueFull):
                 s.queue.put_nowait(None)
+        self.subscribers.clear()
 
     def subscribe(self, mech: str | None = None) -> Subscriber:
         """Register a subscriber."""

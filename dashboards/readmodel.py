@@ -69,7 +69,7 @@ class ReadModel:
     async def mechanisms(self) -> list[str]:
         """Mechanisms with data in Redis (``occ:{mech}:ticks``), filtered by the allow-list."""
         at, cached = self._mechs
-        if time.monotonic() - at < _MECH_CACHE_S:
+        if cached and time.monotonic() - at < _MECH_CACHE_S:
             return cached
         if self.allowed is not None:
             found = [m for m in self.allowed if await self.client.exists(rl.ticks(m))]
