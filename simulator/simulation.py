@@ -43,9 +43,9 @@ from mechanisms.errors import InvalidParameterError, check_positive
 from simulator.events import (
     MALFORMED_KINDS,
     OUIS,
+    BlockDrawer,
     StayTable,
     device_mac,
-    draw_block,
     events_per_stay,
     malformed_record,
     random_mac,
@@ -144,7 +144,8 @@ class Simulation:
     def __init__(self, site: Site, start_ts: float, end_ts: float, truth: dict[str, Any],
                  cols: dict[str, np.ndarray], macs: list[str], ap_ids: list[str],
                  malformed: list[tuple[int, dict[str, Any], str]],
-                 presence: dict[str, np.ndarray], lateness_s: float) -> None:
+                 presence: dict[str, np.ndarray], lateness_s: float,
+                 max_future_s: float) -> None:
         self.site = site
         self.start_ts = start_ts
         self.end_ts = end_ts
@@ -155,6 +156,7 @@ class Simulation:
         self._malformed = malformed
         self._presence = presence
         self.lateness_s = lateness_s
+        self.max_future_s = max_future_s
 
     def __len__(self) -> int:
         """Number of records, malformed included."""
@@ -244,24 +246,82 @@ class Simulation:
         *,
         validity_s: float = DEFAULT_VALIDITY_S,
         lateness_s: float | None = None,
-        max_future_s: float = DEFAULT_MAX_FUTURE_S,
+        max_future_s: float | None = None,
         ticks: Iterable[float] | None = None,
+        method: str = "auto",
     ) -> OccupancyTable:
-        """True occupancy per tick and location (the oracle applied to this stream).
+        """True occupancy per tick and location: the oracle's result for this stream.
 
-        :func:`streams.oracle.occupancy_oracle` over :meth:`events` (malformed records
-        included; the oracle drops them as the pipeline does).
+        Args:
+            tick_s: tick period (ticks are multiples of it).
+            validity_s: how long an observation keeps a device present.
+            lateness_s: allowed lateness (default: the simulation's).
+            max_future_s: allowed lead (default: the simulation's).
+            ticks: explicit ticks (default: every final tick, as the oracle).
+            method: ``"oracle"`` runs :func:`streams.oracle.occupancy_oracle` over
+                :meth:`events` (malformed records included; it drops them);
+                ``"fast"`` computes the same table with numpy from the simulator's own
+                arrays (valid only with the simulation's lateness/lead, which decided
+                which records are malformed; the tests check it equals the oracle);
+                ``"auto"`` picks ``"fast"`` whenever that is valid.
         """
-        return occupancy_oracle(
-            self.events(),
-            self.site.ap_location,
-            self.site.location_ids,
-            tick_s=tick_s,
-            validity_s=validity_s,
-            lateness_s=self.lateness_s if lateness_s is None else lateness_s,
-            max_future_s=max_future_s,
-            ticks=None if ticks is None else np.asarray(list(ticks), float),
-        )
+        lateness_s = self.lateness_s if lateness_s is None else float(lateness_s)
+        max_future_s = self.max_future_s if max_future_s is None else float(max_future_s)
+        if method not in ("auto", "fast", "oracle"):
+            raise InvalidParameterError(f"method must be auto, fast or oracle, not {method!r}")
+        same = lateness_s == self.lateness_s and max_future_s == self.max_future_s
+        if method == "fast" and not same:
+            raise InvalidParameterError(
+                "method 'fast' needs the simulation's lateness_s and max_future_s"
+            )
+        tick_arr = None if ticks is None else np.asarray(list(ticks), float)
+        if method == "oracle" or not same:
+            return occupancy_oracle(
+                self.events(), self.site.ap_location, self.site.location_ids,
+                tick_s=tick_s, validity_s=validity_s, lateness_s=lateness_s,
+                max_future_s=max_future_s, ticks=tick_arr,
+            )
+        return self._fast_occupancy(tick_s, validity_s, lateness_s, tick_arr)
+
+    def _fast_occupancy(self, tick_s: float, validity_s: float, lateness_s: float,
+                        tick_arr: np.ndarray | None) -> OccupancyTable:
+        """The oracle's definition (streams.oracle) on the valid events, vectorised."""
+        tick_s = check_positive("tick_s", tick_s)
+        validity_s = check_positive("validity_s", validity_s)
+        locations = tuple(self.site.location_ids)
+        n_loc = len(locations)
+        ts = self._c["ts_ms"] / 1000.0
+        if tick_arr is None:
+            if len(ts) == 0:
+                return OccupancyTable(np.zeros(0), locations, np.zeros((0, n_loc), np.int64))
+            k_first = math.ceil(float(ts.min()) / tick_s)
+            k_last = math.ceil((float(ts.max()) - lateness_s) / tick_s) - 1
+            tick_arr = np.arange(k_first, k_last + 1, dtype=np.float64) * tick_s
+        else:
+            k = tick_arr / tick_s
+            if np.any(k != np.round(k)):
+                raise InvalidParameterError("ticks must be multiples of tick_s")
+            if np.any(np.diff(tick_arr) <= 0):
+                raise InvalidParameterError("ticks must be strictly increasing")
+        n_t = len(tick_arr)
+        if n_t == 0 or len(ts) == 0:
+            return OccupancyTable(tick_arr, locations, np.zeros((n_t, n_loc), np.int64))
+        loc_of_ap = np.array([self.site.location_index[self.site.ap_location[a]]
+                              for a in self._ap_ids], np.int64)
+        mac = self._c["mac"]
+        order = np.lexsort((np.arange(len(ts)), ts, mac))  # by device, time, arrival
+        t_o, mac_o = ts[order], mac[order]
+        loc_o = loc_of_ap[self._c["ap"][order]]
+        end = t_o + validity_s
+        nxt_same = mac_o[1:] == mac_o[:-1]
+        end[:-1] = np.where(nxt_same, np.minimum(end[:-1], t_o[1:]), end[:-1])
+        lo = np.searchsorted(tick_arr, t_o, side="left")
+        hi = np.searchsorted(tick_arr, end, side="left")
+        m = lo < hi
+        diff = np.bincount(lo[m] * n_loc + loc_o[m], minlength=(n_t + 1) * n_loc)
+        diff -= np.bincount(hi[m] * n_loc + loc_o[m], minlength=(n_t + 1) * n_loc)
+        counts = np.cumsum(diff.reshape(n_t + 1, n_loc), axis=0)[:n_t].astype(np.int64)
+        return OccupancyTable(tick_arr, locations, counts)
 
     def write_jsonl(self, path: str | os.PathLike[str], *, presence: bool = True,
                     progress: bool = False) -> Path:
@@ -454,6 +514,7 @@ def simulate(
     dev_info: list[tuple[int, bool]] = []  # (device number, randomised) per kept device
     n_dev = 0
     u_pos = 0
+    drawer = BlockDrawer()
     for plan in plans:
         for p in plan.persons:
             roles[p.role] = roles.get(p.role, 0) + 1
@@ -468,7 +529,7 @@ def simulate(
             starts = [st[1] for st in stays]
             ends = [st[2] for st in stays]
             n_ev = events_per_stay(starts, ends, dev.interval_s)
-            block = draw_block(dev.seq, len(stays), sum(n_ev))
+            block = drawer.draw(dev.stream, len(stays), sum(n_ev))
             blocks.append(block)
             u_offset.append(u_pos)
             u_pos += len(block)
@@ -577,4 +638,4 @@ def simulate(
         "malformed": mal_truth,
     }
     return Simulation(site, midnight + w0, midnight + w1, truth, c, macs, ap_ids, malformed,
-                      presence, lateness_s)
+                      presence, lateness_s, max_future_s)

@@ -120,3 +120,18 @@ def test_malformed_records_get_their_intended_reason(week: Simulation) -> None:
         else:
             assert isinstance(got, Observation), (i, rec, got)
     assert seen == len(intended) == len(week) - week.n_valid
+
+
+def test_fast_occupancy_equals_the_oracle() -> None:
+    from simulator import Scenarios, simulate
+
+    sim = simulate("dbh", days=0.25, seed=4, start="2026-01-07T10:00",
+                   scenarios=Scenarios(malformed_rate=0.01))
+    for tick_s, validity_s in ((300.0, 600.0), (60.0, 600.0), (300.0, 120.0)):
+        fast = sim.occupancy(tick_s, validity_s=validity_s, method="fast")
+        ref = sim.occupancy(tick_s, validity_s=validity_s, method="oracle")
+        assert np.array_equal(fast.ticks, ref.ticks) and fast.locations == ref.locations
+        assert np.array_equal(fast.counts, ref.counts)
+    ticks = np.arange(sim.start_ts + 3600, sim.start_ts + 7200, 300.0)
+    assert np.array_equal(sim.occupancy(ticks=ticks, method="fast").counts,
+                          sim.occupancy(ticks=ticks, method="oracle").counts)
