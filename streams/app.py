@@ -93,6 +93,7 @@ class Pipeline:
         self._redis: Any = None
         self._cache: CacheWriter | None = None
         self._cas: Any = None
+        self._consumer: Any = None
         self.events_in = 0
         self.ticks_out = 0
         self.started = time.monotonic()
@@ -144,11 +145,16 @@ class Pipeline:
 
     async def presence_batch(self, events: list[Any], partial_topic: Any,
                              dlq_topic: Any) -> None:
-        """Process one batch of ``wifi.observations`` events (all partitions mixed)."""
+        """Process one batch of Faust ``wifi.observations`` events (partitions mixed)."""
         by_p: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
         for ev in events:
             m = ev.message
             by_p[m.partition].append((m.offset, m.value))
+        await self.presence_records(by_p, partial_topic, dlq_topic)
+
+    async def presence_records(self, by_p: dict[int, list[tuple[int, bytes]]],
+                               partial_topic: Any, dlq_topic: Any) -> dict[int, int]:
+        """Process records per partition, send outputs, checkpoint; return new offsets."""
         touched = []
         for p, recs in by_p.items():
             recs.sort()
@@ -168,6 +174,71 @@ class Pipeline:
             await self._save("presence", st.partition, st.offset, st.to_bytes())
             if dlq:
                 await self.cache.write_dlq_counts(self.s.app_id, st.partition, st.dlq_counts)
+        return {st.partition: st.offset for st, _ in touched}
+
+    async def direct_ingest(self, topic: str, partial_topic: Any, dlq_topic: Any) -> None:
+        """observe/presence with a batched aiokafka consumer group (the fast path).
+
+        Faust's per-event stream machinery caps a Python worker at a few thousand
+        events/s here; this consumer hands whole fetches to the stage instead. On
+        assignment each partition seeks to its checkpoint (offset + 1), so committed
+        offsets are only informational (lag) and a crash never skips a record.
+        """
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka.abc import ConsumerRebalanceListener
+
+        pipe = self
+        await self.redis()
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                for tp in revoked:
+                    pipe.presence.pop(tp.partition, None)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                for tp in assigned:
+                    pipe.presence.pop(tp.partition, None)
+                    data = await pipe._load("presence", tp.partition)
+                    if data:
+                        st = PartitionState.from_bytes(data)
+                        pipe.presence[tp.partition] = st
+                        consumer.seek(tp, st.offset + 1)
+                        log.info("presence partition %d: resumed at offset %d",
+                                 tp.partition, st.offset + 1)
+                    else:
+                        await consumer.seek_to_beginning(tp)
+
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.s.kafka_bootstrap,
+            group_id=f"{self.s.app_id}-presence",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=int(self.s.session_timeout_s * 1000),
+            heartbeat_interval_ms=int(self.s.heartbeat_s * 1000),
+            max_poll_records=self.s.batch_max,
+            fetch_max_bytes=64 << 20,
+            max_partition_fetch_bytes=16 << 20,
+        )
+        await consumer.start()
+        consumer.subscribe([topic], listener=Listener())
+        self._consumer = consumer
+        try:
+            while True:
+                fetched = await consumer.getmany(
+                    timeout_ms=int(self.s.batch_within_s * 1000),
+                    max_records=self.s.batch_max)
+                if not fetched:
+                    continue
+                by_p = {tp.partition: [(m.offset, m.value) for m in msgs]
+                        for tp, msgs in fetched.items() if msgs}
+                offsets = await self.presence_records(by_p, partial_topic, dlq_topic)
+                try:
+                    await consumer.commit(
+                        {TopicPartition(topic, p): o + 1 for p, o in offsets.items()})
+                except Exception as exc:  # noqa: BLE001 - informational (lag) only
+                    log.debug("commit skipped: %s", exc)
+        finally:
+            await consumer.stop()
 
     # ---- occupancy + release ---------------------------------------------------------
     async def occupancy_batch(self, events: list[Any], topics: dict[str, Any]) -> None:
@@ -226,7 +297,7 @@ class Pipeline:
         """A health/lag line (also written to Redis ``health:{app_id}``)."""
         lag: dict[str, int] = {}
         try:
-            consumer = self.app.consumer
+            consumer = self._consumer or self.app.consumer
             for tp in consumer.assignment():
                 hw = consumer.highwater(tp)
                 pos = self.presence.get(tp.partition) if "observations" in tp.topic else None
@@ -286,7 +357,6 @@ def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, 
         broker_max_poll_records=settings.batch_max,
         producer_linger_ms=5,
         producer_max_batch_size=1 << 20,
-        logging_config=None,
     )
     pipe = Pipeline(settings, site, app)
     raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
@@ -301,11 +371,16 @@ def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, 
         "ledger": app.topic(settings.topic("privacy.ledger"), partitions=1, **raw),
     }
 
-    @app.agent(t_obs, name="presence")
-    async def presence(stream: Any) -> None:
-        async for events in stream.take_events(settings.batch_max,
-                                               within=settings.batch_within_s):
-            await pipe.presence_batch(list(events), t_partial, t_dlq)
+    if settings.ingest == "faust":
+        @app.agent(t_obs, name="presence")
+        async def presence(stream: Any) -> None:
+            async for events in stream.take_events(settings.batch_max,
+                                                   within=settings.batch_within_s):
+                await pipe.presence_batch(list(events), t_partial, t_dlq)
+    else:
+        @app.task
+        async def presence_direct() -> None:
+            await pipe.direct_ingest(t_obs.get_topic_name(), t_partial, t_dlq)
 
     @app.agent(t_partial, name="occupancy")
     async def occupancy(stream: Any) -> None:

@@ -77,6 +77,7 @@ class Settings:
     budget_epsilon_day: float = 0.0
     eval_mode: bool = False
     retention_ticks: int = 2016
+    ingest: str = "direct"
     batch_max: int = 20000
     batch_within_s: float = 0.2
     session_timeout_s: float = 6.0
@@ -167,7 +168,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"config file {path}: not valid {p.suffix[1:] or 'JSON'}: {exc}") from None
+        kind = p.suffix[1:] or "JSON"
+        raise ConfigError(f"config file {path}: not valid {kind}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: must be a table of settings")
     unknown = sorted(set(data) - set(_FIELDS))
@@ -296,6 +298,8 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     for m in s.mechanisms:
         if m != "ttl" and not s.epsilon_of(m) > 0:
             raise ConfigError(f"{m}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
+    if s.ingest not in ("direct", "faust"):
+        raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
     if s.pegasus_smoother not in ("average", "median", "js"):
         raise ConfigError(
             f"pegasus_smoother must be average, median or js, not {s.pegasus_smoother!r}"
@@ -307,7 +311,8 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     if not 0 < s.mide_beta < 0.5:
         raise ConfigError(f"mide_beta must be in (0, 0.5), not {s.mide_beta!r}")
     if s.budget_epsilon_day < 0:
-        raise ConfigError(f"budget_epsilon_day must be >= 0 (0 = none), not {s.budget_epsilon_day!r}")
+        raise ConfigError(
+            f"budget_epsilon_day must be >= 0 (0 = none), not {s.budget_epsilon_day!r}")
     if not 0 <= s.web_port < 65536:
         raise ConfigError(f"web_port must be 0 (disabled) or a TCP port, not {s.web_port!r}")
     check_budget(s)

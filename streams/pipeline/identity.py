@@ -66,6 +66,7 @@ class TTLIdentity:
         self.state: dict[str, TtlSaltState] = {}
 
     def __call__(self, obs: Observation) -> str:
+        """The TTL-salt pseudonym of one observation (in arrival order)."""
         pid, self.state[obs.device] = ttl_step(
             self.secret, obs.device, obs.ts, self.state.get(obs.device), self.ttl_s
         )

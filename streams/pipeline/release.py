@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +76,7 @@ class Releaser:
         if settings.mide and (self._mide is None or not hasattr(self._mide, "decide")):
             log.warning("MIDE alerts disabled: mechanisms.mide.decide is not available")
             self._mide = None
+        self._tree: Any = None
         self._laplace_mod = _optional("mechanisms.laplace")
         self._pegasus_mod = _optional("mechanisms.pegasus")
         self._hier_mod = _optional("mechanisms.hierarchical")
@@ -143,22 +143,26 @@ class Releaser:
                  ) -> tuple[Release, bytes | None]:
         mod, eps = self._pegasus_mod, self.s.pegasus_epsilon
         cfg = mod.PegasusConfig(eps, smoother=self.s.pegasus_smoother)
-        st = _load(state) if state is not None else mod.initialize(len(c), cfg)
+        st = mod.PegasusState.from_bytes(state) if state else mod.initialize(len(c), cfg)
         rng = keyed_rng(self.s.secret, "pegasus", tick, "all")
         st, vals = mod.update(st, c, cfg, rng=rng)
-        return Release("pegasus", tick, [float(v) for v in np.asarray(vals)], eps), _dump(st)
+        return Release("pegasus", tick, [float(v) for v in np.asarray(vals)], eps), st.to_bytes()
 
     def _hpegasus(self, c: np.ndarray, tick: float, state: bytes | None
                   ) -> tuple[Release, bytes | None]:
         mod, eps = self._hier_mod, self.s.hpegasus_epsilon
+        if self._tree is None:
+            self._tree = mod.tree_from_paths(self.site.hierarchy())
+        tree = self._tree
+        cfg = mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother)
+        st = mod.HierarchicalState.from_bytes(state) if state else mod.initialize(tree, cfg)
         rng = keyed_rng(self.s.secret, "hpegasus", tick, "all")
-        tree = _tree(self.site)
-        cfg = mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother) if hasattr(
-            mod, "HierarchicalConfig") else None
-        st = _load(state) if state is not None else mod.initialize(tree, cfg)
-        st, vals = mod.update(st, c, cfg, rng=rng)
-        v = np.asarray(getattr(vals, "leaves", vals), dtype=float)[: len(c)]
-        return Release("hpegasus", tick, [float(x) for x in v], eps), _dump(st)
+        st, vals = mod.update(st, c, tree, cfg, rng=rng)
+        v = np.asarray(vals, dtype=float)
+        n = len(c)  # leaves are nodes 0..n-1 (tree_from_paths), aggregates follow
+        extra = {str(tree.names[i]): [float(v[i])] for i in range(n, tree.n_nodes)}
+        return (Release("hpegasus", tick, [float(x) for x in v[:n]], eps, extra),
+                st.to_bytes())
 
     def _alerts(self, c: np.ndarray, tick: float) -> tuple[list[dict[str, Any]], float]:
         s = self.s
@@ -176,23 +180,6 @@ class Releaser:
             for i in positive
         ]
         return alerts, float(getattr(res, "epsilon_spent", s.mide_epsilon_max))
-
-
-def _tree(site: Site) -> Any:
-    return site.hierarchy()
-
-
-def _dump(state: Any) -> bytes:
-    if hasattr(state, "to_bytes"):
-        return b"B" + state.to_bytes()
-    return b"P" + pickle.dumps(state)
-
-
-def _load(data: bytes) -> Any:
-    # states are written by this process family only (internal checkpoint store)
-    if data[:1] == b"P":
-        return pickle.loads(data[1:])  # noqa: S301 - internal, trusted store
-    raise ValueError("unknown mechanism state encoding")
 
 
 def release_record(rel: Release, location: str, value: float) -> bytes:
