@@ -27,6 +27,8 @@ from streams.buildings import Site
 #: Alert fields that may be shown to anyone; everything else (e.g. an ex-post ε) is dropped.
 PUBLIC_ALERT_FIELDS = ("tick", "location", "capacity", "algorithm", "beta")
 DEFAULT_TICK_S = 300.0
+#: Ledger ticks below this are tick indices k (t = k·tick_s), not epoch seconds.
+_EPOCH_MIN = 1e8
 _MECH_CACHE_S = 2.0
 
 
@@ -244,7 +246,9 @@ class ReadModel:
         levels add; across ticks they compose sequentially. A device present in ``k``
         ticks of a day therefore loses ``Σ`` of the per-tick ε over those ``k`` ticks;
         the worst case (present every released tick) is reported per day, and the rate
-        per hour present. TTL has no formal guarantee.
+        per hour present. TTL has no formal guarantee. Records are
+        :class:`mechanisms.accounting.LedgerRecord` dicts (``mechanism``, ``tick``,
+        ``epsilon``, …); ``tick`` may be epoch seconds or a tick index ``k``.
         """
         spent: dict[str, dict[str, float]] = defaultdict(dict)
         async for key in self.client.scan_iter(match=rl.ledger_spent("*"), count=1000):
@@ -254,6 +258,7 @@ class ReadModel:
         # per (mech, tick): per-location sums, then max over locations
         per_tick: dict[tuple[str, float], dict[str, float]] = defaultdict(
             lambda: defaultdict(float))
+        idx_ticks: set[tuple[str, float]] = set()
         last = "-"
         while True:
             rows = await self.client.xrange(rl.LEDGER_STREAM, min=last, count=5000)
@@ -271,9 +276,14 @@ class ReadModel:
                 except (TypeError, ValueError):
                     continue
                 per_tick[(mech, tick)][str(rec.get("location", ""))] += eps
+                if tick < _EPOCH_MIN:  # a tick index k (DESIGN: t = k·tick_s)
+                    idx_ticks.add((mech, tick))
             last = _s(rows[-1][0])
         device_day: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+        mechs = await self.mechanisms()
         for (mech, tick), locs in per_tick.items():
+            if (mech, tick) in idx_ticks:
+                tick = tick * (await self.tick_s(mech) if mech in mechs else DEFAULT_TICK_S)
             day = day_of(tick)
             d = device_day[day].setdefault(mech, {"ticks": 0, "worst_case_epsilon": 0.0,
                                                    "max_tick_epsilon": 0.0})
@@ -281,7 +291,6 @@ class ReadModel:
             d["ticks"] += 1
             d["worst_case_epsilon"] += e
             d["max_tick_epsilon"] = max(d["max_tick_epsilon"], e)
-        mechs = await self.mechanisms()
         rows_out = []
         for day in sorted(set(spent) | set(device_day)):
             for mech in sorted(set(spent.get(day, {})) | set(device_day.get(day, {})) |
