@@ -115,6 +115,12 @@ class ConditionalKDE:
     residual: _GridDensity
     prior_weight: float
 
+    @property
+    def max_logpdf(self) -> float:
+        """Upper bound of :meth:`logpdf` (a mixture never exceeds its components' max)."""
+        top = max(float(self.per_z.values.max(initial=0.0)), float(self.residual.values.max()))
+        return float(np.log(max(top, DENSITY_FLOOR)))
+
     def pdf(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         """Density of ``y`` given true count ``z`` (broadcasting; non-integer z rounded)."""
         y = np.asarray(y, dtype=float)

@@ -155,3 +155,29 @@ def test_open_regions_per_attacker() -> None:
     assert open_regions("administrator", kinds, camera).tolist() == camera
     with pytest.raises(InvalidParameterError):
         open_regions("janitor", kinds, camera)
+
+
+class _NoBound:
+    """A likelihood without max_logpdf: forces the unpruned full sum."""
+
+    def __init__(self, inner: LaplaceLikelihood) -> None:
+        self.inner = inner
+
+    def logpdf(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        return self.inner.logpdf(y, z)
+
+
+@pytest.mark.parametrize("eps", [0.05, 1.0, 8.0])
+def test_pruned_sum_equals_full_sum(eps: float) -> None:
+    rng = np.random.default_rng(7)
+    n_t, n_l = 30, 20
+    m = rng.integers(0, 400, n_t)
+    p = rng.dirichlet(np.full(n_l, 0.5), size=n_t)
+    c = np.array([rng.multinomial(k, q) for k, q in zip(m, p, strict=True)])
+    y = c + rng.laplace(0, 1 / eps, c.shape)
+    y[0, 0] = m[0]  # a far-from-prior observation: everyone in one room
+    p[1, 0], p[2, 1] = 0.0, 1.0
+    lik = LaplaceLikelihood(eps)
+    pruned = noisy_posterior(y, p, m, lik)
+    full = noisy_posterior(y, p, m, _NoBound(lik))
+    np.testing.assert_allclose(pruned, full, rtol=1e-9, atol=1e-12)
