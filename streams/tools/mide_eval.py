@@ -18,10 +18,13 @@ Experiments, each averaged over ``--runs`` runs (thesis: 100):
 Evaluation reads true counts (that is what it measures); nothing here is published.
 The ex-post ε and γ reported are internal ledger quantities, shown to the researcher.
 
-Data: ``simulator.simulate(site, days=7, seed=…)`` by default; ``--counts FILE.npy`` takes
-an array of hourly peak counts, shape (24, P) for one day or (2, 24, P) for
-[weekday, weekend], with ``--capacities FILE.npy`` (P,) — then the ch. 6 dwell times are
-synthetic (Gamma, seeded). ``--synthetic`` draws counts around the capacities instead.
+Data: by default two one-day simulations of ``--site`` (``simulator.simulate(site,
+days=1, start=date, seed=…)``, true counts from ``Simulation.occupancy`` — the oracle)
+on ``--dates`` (a Tuesday and a Saturday); their planned stays give the dwell times of
+ch. 6. ``--counts FILE.npy`` takes hourly peak counts, shape (24, P) for one day or
+(2, 24, P) for [weekday, weekend], with ``--capacities FILE.npy`` (P,) — then the ch. 6
+dwell times are synthetic (Gamma, seeded). ``--synthetic`` draws counts around
+capacities instead.
 Outputs: CSV + Markdown tables and PNG plots in ``--out``; the main table on stdout.
 """
 
@@ -34,6 +37,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +93,24 @@ def _hourly_peak(
     return out
 
 
-def simulated_days(site_name: str, days: int, seed: int) -> tuple[list[DayData], list[DayData]]:
-    """(main days [weekday, weekend], all days for ch. 6) from the simulator."""
+def simulated_days(site_name: str, dates: Sequence[str], seed: int,
+                   progress: bool = True, capacity_source: str = "history") -> list[DayData]:
+    """One simulated day per date (Tuesday → "weekday", Saturday → "weekend", …).
+
+    ``capacity_source="design"`` thresholds on the sum of the building's room capacities
+    (thesis UCI queries); ``"history"`` on the building's peak hourly occupancy on the
+    same weekday one week earlier (another simulated day; like the thesis' NYTaxi
+    queries, which use the historical maximum).
+    """
+    if capacity_source not in ("design", "history"):
+        raise InvalidParameterError(
+            f"capacity_source must be 'design' or 'history', not {capacity_source!r}")
     try:
         from simulator import simulate
         from streams.buildings import load_site
     except ImportError as exc:  # pragma: no cover - the simulator ships with the project
-        raise ConfigError(
-            f"the simulator is not available ({exc}); use --counts or --synthetic"
-        ) from None
+        raise ConfigError(f"the simulator is not available ({exc}); use --counts or "
+                          "--synthetic") from None
     site = load_site(site_name)
     loc_index = {loc: i for i, loc in enumerate(site.location_ids)}
     groups = np.zeros(len(site.location_ids), dtype=int)
@@ -106,26 +119,35 @@ def simulated_days(site_name: str, days: int, seed: int) -> tuple[list[DayData],
         for loc in building.locations:
             groups[loc_index[loc.id]] = b
             capacity[b] += loc.capacity
-    log.info("simulating %s for %d days (seed %d)", site_name, days, seed)
-    sim = simulate(site, days=float(days), seed=seed, progress=True)
-    table = sim.occupancy(tick_s=300)
-    day0 = math.floor(float(table.ticks[0]) / 86400.0) * 86400.0
-    pres = sim.presence()
-    b_of = np.array([groups[loc_index[str(x)]] for x in pres["location"]])
-    start, end = np.asarray(pres["start_ts"], float), np.asarray(pres["end_ts"], float)
+    design = capacity_source == "design"
+
+    def peaks(date: str, day_seed: int) -> tuple[np.ndarray, Any, float]:
+        log.info("simulating %s on %s (seed %d)", site_name, date, day_seed)
+        sim = simulate(site, days=1.0, seed=day_seed, start=date, progress=progress)
+        table = sim.occupancy(tick_s=300)
+        day0 = math.floor(float(table.ticks[0]) / 86400.0) * 86400.0
+        return _hourly_peak(table.counts, table.ticks, groups, len(site.buildings), day0,
+                            0), sim, day0
+
     out = []
-    for d in range(days):
-        counts = _hourly_peak(table.counts, table.ticks, groups, capacity.size, day0, d)
-        hour = np.floor((start - day0) / 3600.0).astype(int) - 24 * d
+    for k, date in enumerate(dates):
+        counts, sim, day0 = peaks(date, seed + k)
+        cap = capacity
+        if not design:
+            earlier = (datetime.fromisoformat(date) - timedelta(days=7)).date().isoformat()
+            hist, _, _ = peaks(earlier, seed + 100 + k)
+            cap = np.maximum(hist[list(HOURS)].max(axis=0), 1.0)
+        pres = sim.presence()
+        b_of = groups[np.array([loc_index[str(x)] for x in pres["location"]], dtype=int)]
+        start = np.asarray(pres["start_ts"], float)
+        end = np.asarray(pres["end_ts"], float)
+        hour = np.floor((start - day0) / 3600.0).astype(int)
         sel = np.isin(hour, HOURS)
-        pred = (hour[sel] - HOURS[0]) * capacity.size + b_of[sel]
-        dwell = (end[sel] - start[sel], pred)
-        out.append(DayData(f"day{d}", counts, capacity, dwell))
-    main = [
-        DayData("weekday", out[WEEKDAY % days].counts, capacity, out[WEEKDAY % days].dwell),
-        DayData("weekend", out[WEEKEND % days].counts, capacity, out[WEEKEND % days].dwell),
-    ]
-    return main, out
+        pred = (hour[sel] - HOURS[0]) * len(site.buildings) + b_of[sel]
+        weekend = datetime.fromisoformat(date).weekday() >= 5
+        out.append(DayData("weekend" if weekend else "weekday", counts, cap,
+                           (end[sel] - start[sel], pred)))
+    return out
 
 
 def synthetic_days(n_buildings: int, days: int, seed: int) -> tuple[list[DayData], list[DayData]]:
@@ -482,7 +504,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src = p.add_argument_group("data (default: simulate the campus)")
     src.add_argument("--site", default="campus", help="building model to simulate")
-    src.add_argument("--days", type=int, default=7, help="simulated days (>= 6 for weekend)")
+    src.add_argument("--dates", default="2026-01-13,2026-01-17",
+                     help="simulated days (ISO dates): a weekday and a weekend day")
+    src.add_argument("--capacity", choices=("history", "design"), default="history",
+                     help="threshold base: peak of the same weekday a week earlier, or the "
+                     "sum of room capacities (almost never exceeded in the simulation)")
     src.add_argument("--counts", type=Path, help="hourly peak counts .npy, (24,P) or (2,24,P)")
     src.add_argument("--capacities", type=Path, help="capacities .npy (P,), with --counts")
     src.add_argument(
@@ -518,11 +544,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.counts is not None:
         main_days, all_days = file_days(args.counts, args.capacities)
     elif args.synthetic:
-        main_days, all_days = synthetic_days(24, max(args.days, 1), args.seed)
+        main_days, all_days = synthetic_days(24, 7, args.seed)
     else:
-        if args.days < 1:
-            raise InvalidParameterError(f"--days must be >= 1, not {args.days}")
-        main_days, all_days = simulated_days(args.site, args.days, args.seed)
+        dates = [d.strip() for d in args.dates.split(",") if d.strip()]
+        try:
+            kinds = [datetime.fromisoformat(d).weekday() >= 5 for d in dates]
+        except ValueError:
+            raise InvalidParameterError(f"--dates must be ISO dates, not {args.dates!r}"
+                                        ) from None
+        if not dates or len(dates) > 2 or len(set(kinds)) != len(kinds):
+            raise InvalidParameterError(
+                f"--dates must name one weekday and/or one weekend day, not {args.dates!r}")
+        main_days = simulated_days(args.site, dates, args.seed, not args.no_progress,
+                                   args.capacity)
+        main_days.sort(key=lambda d: d.name != "weekday")
+        all_days = main_days
     weekday = main_days[0]
     total = 0
     if "main" not in skip:

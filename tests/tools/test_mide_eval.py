@@ -71,3 +71,14 @@ def test_counts_of_wrong_shape_are_refused(tmp_path, capsys):
                    str(tmp_path / "k.npy"), "--out", str(tmp_path), "--no-progress"])
     assert rc == 2
     assert "shape" in capsys.readouterr().err
+
+
+def test_simulated_day_with_history_thresholds():
+    (day,) = mide_eval.simulated_days("dbh", ["2026-01-13"], seed=3, progress=False)
+    assert day.name == "weekday"
+    assert day.counts.shape == (24, 1)
+    assert day.counts[9:17].max() > 0  # people during the day
+    assert day.capacity.shape == (1,) and day.capacity[0] >= 1  # last week's peak
+    values, pred = day.dwell
+    assert values.size == pred.size > 0 and np.all(values >= 0)
+    assert pred.min() >= 0 and pred.max() < len(mide_eval.HOURS)
