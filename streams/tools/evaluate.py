@@ -660,11 +660,12 @@ def write_report(
     fmt: str = "html",
     *,
     utility: str = "colour",
+    stem: str = "evaluate",
 ) -> Path:
     """Write CSV/JSON tables, PNG plots and the report into ``out``; return its path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    report = Report(f"occustream evaluate — {data.site.id}")
+    report = Report(f"occustream {stem} — {data.site.id}")
     if rows:
         add_eval_section(report, rows, data)
         with (out / "evaluate.csv").open("w", newline="") as fh:
@@ -679,6 +680,7 @@ def write_report(
                     "mae",
                     "mae_sd",
                     "window_mae",
+                    "roc_auc",
                     "utility_day",
                     "utility_night",
                     "sigma_u_day",
@@ -696,6 +698,7 @@ def write_report(
                         r.mae,
                         r.mae_sd,
                         r.window_mae,
+                        r.roc_auc,
                         r.utility_day,
                         r.utility_night,
                         r.sigma_u_day,
@@ -711,7 +714,7 @@ def write_report(
     for i, (kind, blk) in enumerate(report.blocks):
         if kind == "f":
             (out / f"{i:02d}-{blk[2]}.png").write_bytes(blk[0])
-    return report.write(out, fmt, stem="evaluate")
+    return report.write(out, fmt, stem=stem)
 
 
 def write_tune_report(
@@ -723,7 +726,7 @@ def write_tune_report(
     utility: str = "colour",
 ) -> Path:
     """Report with the Table 4.2 equivalent only."""
-    return write_report([], rows, data, out, fmt, utility=utility)
+    return write_report([], rows, data, out, fmt, utility=utility, stem="tune")
 
 
 # ------------------------------------------------------------------------ CLI

@@ -52,7 +52,7 @@ def test_tune_cli_writes_table(tmp_path) -> None:  # type: ignore[no-untyped-def
     rc = cli_main(["tune", "--days", "2", "--scale", "0.2", "--mechanisms", "laplace,ttl",
                    "--targets", "0.5", "--runs", "1", "--out", str(out), "--format", "md"])
     assert rc == 0
-    md = (out / "evaluate.md").read_text()
+    md = (out / "tune.md").read_text()
     assert "Table 4.2" in md and "no formal guarantee" in md
     import json
 
