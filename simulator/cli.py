@@ -18,7 +18,7 @@ import sys
 import time
 
 from mechanisms.errors import InvalidParameterError
-from simulator.kafka import ENGINES, TOPIC, kafka_target, produce
+from simulator.kafka import ENGINES, TOPIC, kafka_target, produce, quiet_kafka_logs
 from simulator.simulation import SCENARIO_NAMES, Scenarios, simulate
 
 
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``occustream simulate``; return the exit code."""
     args = build_parser().parse_args(argv)
+    quiet_kafka_logs()
     if args.out and (args.kafka or args.speed or args.max_rate):
         raise InvalidParameterError("--out writes a file; --kafka/--speed/--max-rate are for "
                                     "Kafka output (use occustream replay to send a file)")

@@ -41,6 +41,12 @@ PACE_EVERY = 200
 Record = tuple[bytes | None, bytes, float]
 
 
+def quiet_kafka_logs() -> None:
+    """Keep the Kafka clients' INFO chatter (connections, IO loops) out of CLI output."""
+    for name in ("kafka", "aiokafka"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def as_records(events: Iterable[Any]) -> Iterator[Record]:
     """Normalise dicts / JSON strings / bytes / ``(key, value, arrival)`` to records.
 

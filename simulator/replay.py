@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mechanisms.errors import InvalidParameterError
-from simulator.kafka import ENGINES, TOPIC, Record, kafka_target, produce
+from simulator.kafka import ENGINES, TOPIC, Record, kafka_target, produce, quiet_kafka_logs
 
 #: A line's ts sets the pace only if it is within this of the previous one (malformed
 #: far-future / too-late records must not stall or rush the replay).
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", choices=ENGINES, default="aiokafka", help="Kafka client")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
+    quiet_kafka_logs()
     path = Path(args.file)
     if not path.is_file():
         raise InvalidParameterError(f"file must be an existing JSONL file, not {args.file!r}")
