@@ -26,12 +26,14 @@ import logging
 import os
 import re
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
@@ -47,6 +49,14 @@ ROLE_KEY: Any = (web.RequestKey("role", str) if hasattr(web, "RequestKey")  # ai
                  else "occustream.role")
 _ALLOWED_QUERY = allowed_query_parameters()
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class _AccessLogger(AbstractAccessLogger):
+    """Access log without query strings (``?access_token=`` must never reach a log)."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info("%s %s %s %.1f ms", request.method, request.path, response.status,
+                         time * 1000)
 
 
 @dataclass(frozen=True)
@@ -413,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="deliver alerts to this URL (HMAC-signed; repeatable); secret from "
                         "$OCCUSTREAM_WEBHOOK_SECRET")
     p.add_argument("--synthetic", action="store_true",
-                   help="fill an EMPTY Redis with two days of made-up values (a look at the "
+                   help="fill an EMPTY Redis with a week of made-up values (a look at the "
                         "page without a pipeline; never use with real data)")
     return p
 
@@ -441,7 +451,10 @@ def main(argv: list[str] | None = None) -> int:
             client = redis.Redis.from_url(url)
             if client.dbsize():
                 raise ConfigError("--synthetic needs an empty Redis (this one has data)")
-            seed(client, the_site, days=2)
+            now = time.time()
+            days = 8 if len(the_site.locations) <= 300 else 2  # keep a campus quick to fill
+            seed(client, the_site, days=days, start=now - now % 86400 - (days - 1) * 86400,
+                 last_day_ticks=int((now % 86400) // 300) + 1)
             client.close()
         hooks = []
         if args.webhook:
@@ -460,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
               f"           API docs http://{host}:{args.port}/docs ; Redis {url}", flush=True)
         try:
             web.run_app(app, host=args.host, port=args.port, print=None,
-                        handle_signals=True)
+                        handle_signals=True, access_log_class=_AccessLogger)
         except OSError as exc:
             raise OccustreamError(f"cannot listen on {args.host}:{args.port}: "
                                   f"{exc.strerror}; pick another --port") from None

@@ -99,14 +99,15 @@
       btn.setAttribute("aria-pressed", String(b.id === state.building));
       btn.dataset.building = b.id;
       btn.innerHTML = `<div class="t-name">${esc(b.name)}</div><div class="t-val"><span class="chip" style="background:${colour(maxCls || null)}"></span>${n ? "≈ " + Math.round(total) + " people" : "no data"} · ${b.floors.length} floor${b.floors.length > 1 ? "s" : ""}</div>`;
-      btn.addEventListener("click", () => { state.building = b.id; state.floor = b.floors[0].id; renderAll(); });
+      btn.addEventListener("click", () => { state.building = b.id; state.floor = b.floors.length > 1 ? "*" : b.floors[0].id; renderAll(); });
       nav.appendChild(btn);
     }
   }
   function renderFloors() {
     const b = buildingOf(state.building);
     const nav = $("floors"); nav.innerHTML = "";
-    for (const f of b.floors) {
+    const tabs = b.floors.length > 1 ? [{ id: "*", name: "All floors" }, ...b.floors] : b.floors;
+    for (const f of tabs) {
       const btn = document.createElement("button");
       btn.type = "button"; btn.setAttribute("role", "tab"); btn.dataset.floor = f.id;
       btn.setAttribute("aria-selected", String(f.id === state.floor));
@@ -115,14 +116,16 @@
       nav.appendChild(btn);
     }
   }
-  function renderPlan() {
-    const b = buildingOf(state.building);
-    const f = b.floors.find((x) => x.id === state.floor);
+  function shortName(l) {
+    return l.name.length > 22 ? l.id.split("-").pop() : l.name;
+  }
+  function floorSvg(b, f) {
     const svg = document.createElementNS(NS, "svg");
     const pad = Math.max(f.width, f.height) * 0.02;
     svg.setAttribute("viewBox", `${-pad} ${-pad} ${f.width + 2 * pad} ${f.height + 2 * pad}`);
     svg.setAttribute("role", "group");
     svg.setAttribute("aria-label", `${b.name}, ${f.name}: rooms coloured by occupancy`);
+    svg.dataset.floor = f.id;
     const bg = document.createElementNS(NS, "rect");
     bg.setAttribute("class", "outline"); bg.setAttribute("x", 0); bg.setAttribute("y", 0);
     bg.setAttribute("width", f.width); bg.setAttribute("height", f.height);
@@ -148,8 +151,8 @@
       const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
       const w = Math.max(...xs) - Math.min(...xs), h = Math.max(...ys) - Math.min(...ys);
       const cx = xs.reduce((a, c) => a + c, 0) / xs.length, cy = ys.reduce((a, c) => a + c, 0) / ys.length;
-      const shown = l.name.length > 16 ? l.id.split("-").pop() : l.name;
-      const fs = Math.max(Math.min(w / (0.62 * shown.length + 1.5), h / 3.4, Math.max(f.width, f.height) / 28), 0.5);
+      const shown = shortName(l);
+      const fs = Math.max(Math.min(w / (0.62 * shown.length + 1.5), h / 3.4, Math.max(f.width, f.height) / 30), 0.4);
       const t = document.createElementNS(NS, "text");
       t.setAttribute("class", "label"); t.setAttribute("x", cx); t.setAttribute("y", cy);
       t.setAttribute("font-size", fs); t.dataset.labelFor = l.id;
@@ -161,7 +164,20 @@
       t.appendChild(name); t.appendChild(val);
       svg.appendChild(t);
     }
-    $("plan").innerHTML = ""; $("plan").appendChild(svg);
+    return svg;
+  }
+  function renderPlan() {
+    const b = buildingOf(state.building);
+    const plan = $("plan"); plan.innerHTML = "";
+    const all = state.floor === "*";
+    plan.classList.toggle("all", all);
+    for (const f of b.floors) {
+      if (!all && f.id !== state.floor) continue;
+      const fig = document.createElement("figure");
+      if (all) { const cap = document.createElement("figcaption"); cap.textContent = f.name; fig.appendChild(cap); }
+      fig.appendChild(floorSvg(b, f));
+      plan.appendChild(fig);
+    }
     paint();
   }
   function alertingNow() {
@@ -182,11 +198,11 @@
       poly.classList.toggle("alerting", hot.has(id));
       poly.classList.toggle("selected", id === state.selected);
       const loc = state.locIndex[id];
-      poly.setAttribute("aria-label", `${loc.name}: ${v ? "about " + Math.round(v.value) + " people" : "no data"}, capacity ${loc.capacity}${hot.has(id) ? ", over capacity alert" : ""}`);
+      poly.setAttribute("aria-label", `${loc.name}: ${v ? "about " + Math.max(0, Math.round(v.value)) + " people" : "no data"}, capacity ${loc.capacity}${hot.has(id) ? ", over capacity alert" : ""}`);
       const label = document.querySelector(`#plan text[data-label-for="${CSS.escape(id)}"]`);
       if (label) {
         label.setAttribute("fill", inkFor(v ? c : "#e3e6ea"));
-        label.lastChild.textContent = v ? (hot.has(id) ? "⚠ " : "") + Math.round(v.value) + " / " + loc.capacity : "—";
+        label.lastChild.textContent = v ? (hot.has(id) ? "⚠ " : "") + Math.max(0, Math.round(v.value)) + " / " + loc.capacity : "—";
       }
     }
     $("empty").hidden = state.mechs.length > 0;
@@ -276,7 +292,7 @@
   }
   function goTo(loc) {
     const b = state.site.buildings.find((x) => x.locations.some((l) => l.id === loc.id));
-    if (b.id !== state.building || loc.floor !== state.floor) { state.building = b.id; state.floor = loc.floor; renderAll(); }
+    if (b.id !== state.building || (loc.floor !== state.floor && state.floor !== "*")) { state.building = b.id; state.floor = loc.floor; renderAll(); }
   }
 
   // ---------- privacy ----------
@@ -284,16 +300,17 @@
     if (state.role !== "admin") return;
     $("privacy").hidden = false;
     const led = await api("/api/ledger");
-    const rows = led.rows.slice(-16);
+    const days = [...new Set(led.rows.map((r) => r.day))].slice(-2);
+    const rows = led.rows.filter((r) => days.includes(r.day));
     let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick).</p>
-      <table class="ledger"><thead><tr><th>Day</th><th>Mechanism</th><th>ε spent</th><th>Ticks</th><th>Device-day ε (worst)</th><th>ε / hour present</th></tr></thead><tbody>`;
+      <div class="scroll"><table class="ledger"><thead><tr><th>Day</th><th>Mechanism</th><th>ε spent</th><th>Ticks</th><th title="a device present at every released tick of the day">Device-day ε</th><th>ε / h present</th></tr></thead><tbody>`;
     for (const r of rows) {
       const ttl = r.guarantee === "no formal guarantee";
-      h += `<tr data-mech="${esc(r.mechanism)}"><td>${esc(r.day)}</td><td>${esc(r.mechanism)}</td>` + (ttl
+      h += `<tr data-mech="${esc(r.mechanism)}"><td title="${esc(r.day)}">${esc(r.day.slice(5))}</td><td>${esc(r.mechanism)}</td>` + (ttl
         ? `<td colspan="4" class="ngt">no formal guarantee</td>`
         : `<td class="num">${num(r.epsilon_spent, 2)}</td><td class="num">${r.ticks_released ?? "—"}</td><td class="num">${num(r.device_day_worst_case_epsilon, 2)}</td><td class="num">${num(r.epsilon_per_hour_present, 2)}</td>`) + "</tr>";
     }
-    $("ledger").innerHTML = h + "</tbody></table>";
+    $("ledger").innerHTML = h + "</tbody></table></div>";
   }
 
   // ---------- data loading ----------
@@ -399,7 +416,7 @@
     document.title = state.site.name + " — occustream";
     for (const b of state.site.buildings) for (const l of b.locations) state.locIndex[l.id] = l;
     state.building = state.site.buildings[0].id;
-    state.floor = state.site.buildings[0].floors[0].id;
+    state.floor = state.site.buildings[0].floors.length > 1 ? "*" : state.site.buildings[0].floors[0].id;
     renderLegend();
     await refreshAll();
     renderAll();
