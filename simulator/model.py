@@ -179,12 +179,15 @@ class BuildingPlan:
         self.persons: list[Person] = []
         self.devices: list[Device] = []
         self._person_seqs = self.people_seq  # spawned lazily, in order
-        self.visitor_pool: list[int] = []
+        self.visitor_pool: dict[int, int] = {}  # pool slot → person, created on first visit
+        self.visitor_pool_size = 0
         self._build_population()
 
     # ------------------------------------------------------------------ population
-    def _new_person(self, role: str, home: int = -1, two_p: float | None = None) -> int:
-        (seq,) = self._person_seqs.spawn(1)
+    def _new_person(self, role: str, home: int = -1, two_p: float | None = None,
+                    seq: np.random.SeedSequence | None = None) -> int:
+        if seq is None:
+            (seq,) = self._person_seqs.spawn(1)
         p = Person(role, home, seq)
         pid = len(self.persons)
         self.persons.append(p)
@@ -241,7 +244,19 @@ class BuildingPlan:
         n_aps = len(self.building.aps)
         self.visitors_per_day = self.scale * VISITORS_PER_WEEKDAY_PER_AP * n_aps
         pool = max(1, int(self.visitors_per_day * VISITOR_POOL_FACTOR))
-        self.visitor_pool = [self._new_person("visitor") for _ in range(pool)]
+        self.visitor_pool_size = pool
+
+    def visitor(self, slot: int) -> int:
+        """The person in visitor-pool ``slot``, created on the first visit.
+
+        Its seed sequence is keyed by the slot, so creation order does not matter.
+        """
+        pid = self.visitor_pool.get(slot)
+        if pid is None:
+            vs = self.visit_seq
+            seq = np.random.SeedSequence(vs.entropy, spawn_key=(*vs.spawn_key, 1 << 30, slot))
+            pid = self.visitor_pool[slot] = self._new_person("visitor", seq=seq)
+        return pid
 
     # ------------------------------------------------------------------ helpers
     def hangout(self, rng: PersonRng) -> int:
@@ -398,10 +413,10 @@ class BuildingPlan:
     def _plan_visitors(self, day: int, weekday: int, t_day: float) -> None:
         rng = np.random.Generator(np.random.PCG64(self.visit_seq.spawn(1)[0]))
         lam = self.visitors_per_day * (0.15 if weekday >= 5 else 1.0)
-        n = min(int(rng.poisson(lam)), len(self.visitor_pool))
+        n = min(int(rng.poisson(lam)), self.visitor_pool_size)
         places = self.hangouts + self.meetings
-        for k in sorted(rng.choice(len(self.visitor_pool), size=n, replace=False).tolist()):
-            pid = self.visitor_pool[k]
+        for k in sorted(rng.choice(self.visitor_pool_size, size=n, replace=False).tolist()):
+            pid = self.visitor(k)
             prng = self.persons[pid].rng
             arrive = t_day + prng.uniform(9.0, 17.0) * HOUR_S
             dur = _clip(prng.exponential(60.0), 15.0, 240.0) * MIN_S
