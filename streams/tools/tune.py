@@ -41,6 +41,10 @@ except ImportError:  # pragma: no cover - until mechanisms.pseudonym exists
 
 PERIODS = ("day", "night")
 
+#: TTL values tried (s): TTL utility is deterministic and each evaluation re-counts the
+#: whole event stream, so the TTL is searched on this grid (bisection over its indices).
+TTL_GRID_S: tuple[float, ...] = (1.0, 10.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 86400.0)
+
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -100,6 +104,39 @@ def search(
     return SearchResult(hi, float(u(hi).mean()), tuple(u(hi)), True, len(cache))
 
 
+def grid_search(
+    utility: Callable[[float], Sequence[float] | np.ndarray],
+    target: float,
+    grid: Sequence[float],
+) -> SearchResult:
+    """Smallest value of an increasing ``grid`` whose mean utility is >= ``target``.
+
+    Bisection over the grid indices (utility assumed to grow along the grid).
+    """
+    grid = sorted(float(g) for g in grid)
+    if not grid:
+        raise InvalidParameterError("grid must not be empty")
+    cache: dict[float, np.ndarray] = {}
+
+    def u(i: int) -> np.ndarray:
+        x = grid[i]
+        if x not in cache:
+            cache[x] = np.asarray(utility(x), dtype=float).ravel()
+        return cache[x]
+
+    hi = len(grid) - 1
+    if u(hi).mean() < target:
+        return SearchResult(math.nan, float(u(hi).mean()), tuple(u(hi)), False, len(cache))
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if u(mid).mean() >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return SearchResult(grid[hi], float(u(hi).mean()), tuple(u(hi)), True, len(cache))
+
+
 @dataclass(frozen=True)
 class TuneRow:
     """One line of the Table 4.2 equivalent."""
@@ -127,7 +164,8 @@ def table_4_2(
     """Tune every (mechanism, period, target).
 
     Args:
-        mechanisms: mechanism names (``"ttl"`` is tuned on ``ttl_s``, others on ε).
+        mechanisms: mechanism names (``"ttl"`` is tuned on ``ttl_s`` over
+            :data:`TTL_GRID_S` unless ``ranges`` has it; the others on ε).
         targets: utility targets in [0, 1].
         evaluator: (mechanism, param, period) → (per-run utilities, σ_u in %-points).
         ranges: per-mechanism (lo, hi) search bounds.
@@ -155,7 +193,10 @@ def table_4_2(
             for target in targets:
                 if progress:
                     progress(f"{mech} {period} {target:.0%}")
-                res = search(util, target, lo, hi, rel_tol=0.1 if is_ttl else 0.01)
+                if is_ttl and mech not in ranges:
+                    res = grid_search(util, target, TTL_GRID_S)
+                else:
+                    res = search(util, target, lo, hi)
                 rows.append(
                     TuneRow(
                         mechanism=mech,

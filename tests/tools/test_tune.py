@@ -62,3 +62,18 @@ def test_tune_cli_writes_table(tmp_path) -> None:  # type: ignore[no-untyped-def
     for r in rows:
         if r["reached"]:
             assert r["utility"] >= 0.5
+
+
+def test_grid_search_known_answer() -> None:
+    from streams.tools.tune import grid_search
+
+    calls: list[float] = []
+
+    def util(x: float) -> list[float]:
+        calls.append(x)
+        return [min(1.0, x / 1000)]
+
+    res = grid_search(util, 0.25, [1, 10, 60, 300, 900, 1800])
+    assert res.param == 300 and res.reached
+    assert len(calls) <= 4
+    assert not grid_search(util, 0.99, [1, 10]).reached
