@@ -27,6 +27,8 @@ from streams.buildings import Site
 #: Alert fields that may be shown to anyone; everything else (e.g. an ex-post ε) is dropped.
 PUBLIC_ALERT_FIELDS = ("tick", "location", "capacity", "algorithm", "beta")
 DEFAULT_TICK_S = 300.0
+#: A baseline needs released values from at least this many days to colour a cell.
+MIN_BASELINE_N = 2
 #: Ledger ticks below this are tick indices k (t = k·tick_s), not epoch seconds.
 _EPOCH_MIN = 1e8
 _MECH_CACHE_S = 2.0
@@ -172,7 +174,8 @@ class ReadModel:
             doc = _loads(row[-1])
             v = float(doc["value"]) if isinstance(doc, dict) else float(doc)
             bl = _loads(b) if b is not None else None
-            ok = isinstance(bl, dict) and bl.get("mu") is not None and bl.get("n", 1)
+            ok = (isinstance(bl, dict) and bl.get("mu") is not None
+                  and int(bl.get("n", MIN_BASELINE_N)) >= MIN_BASELINE_N)
             values[loc] = {
                 "value": v,
                 "interval": interval(mech, meta, v).as_dict(),

@@ -13,7 +13,7 @@ never on a true count, so showing it costs no privacy budget.
   count. Smoothing averages noise away but may add grouping bias, which no public
   parameter bounds, so the page says "perturber noise only".
 * ``hpegasus``: as PeGaSus with each of the ``levels`` tree levels at ``ε/levels``
-  (PeGaSus paper Algorithm 4).
+  (PeGaSus paper Algorithm 4; 3 levels — building, floor, room — unless published).
 * ``ttl``: TTL-salt pseudonyms (thesis §4.2.2) have no formal guarantee and no noise
   model: no interval, the text "no formal guarantee".
 """
@@ -30,6 +30,8 @@ from mechanisms.errors import check_positive, check_probability
 DEFAULT_LEVEL = 0.9
 #: Default share of a PeGaSus budget given to the perturber (ε_p = 0.8 ε).
 PEGASUS_PERTURB_SHARE = 0.8
+#: Tree levels assumed for ``hpegasus`` when its meta does not say (building → floor → room).
+HPEGASUS_DEFAULT_LEVELS = 3.0
 
 NO_GUARANTEE = "no formal guarantee"
 
@@ -88,10 +90,12 @@ def noise_scale(mech: str, meta: dict[str, Any]) -> tuple[float | None, str]:
     sensitivity = _num(meta, "sensitivity") or 1.0
     eps = _num(meta, "epsilon", "eps")
     if "pegasus" in kind:
-        levels = _num(meta, "levels", "h") if kind.startswith("h") else None
+        levels = (_num(meta, "levels", "h") or HPEGASUS_DEFAULT_LEVELS) if kind.startswith("h") \
+            else 1.0
         eps_p = _num(meta, "epsilon_p", "eps_p")
+        share = _num(meta, "perturb_share") or PEGASUS_PERTURB_SHARE
         if eps_p is None and eps is not None:
-            eps_p = eps * PEGASUS_PERTURB_SHARE / (levels or 1.0)
+            eps_p = eps * share / levels
         if eps_p is None:
             return None, "ε not published"
         return sensitivity / eps_p, "perturber noise only (smoothing not bounded)"
