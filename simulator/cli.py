@@ -18,7 +18,7 @@ import sys
 import time
 
 from mechanisms.errors import InvalidParameterError
-from simulator.kafka import ENGINES, TOPIC, kafka_target, produce, quiet_kafka_logs
+from simulator.kafka import add_kafka_arguments, kafka_target, produce, quiet_kafka_logs
 from simulator.simulation import SCENARIO_NAMES, Scenarios, simulate
 
 
@@ -57,13 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out", help="write JSONL here (truth in <name>.truth.json)")
     out.add_argument("--no-presence", action="store_true",
                      help="leave the per-stay presence intervals out of the truth sidecar")
-    out.add_argument("--kafka", help="Kafka bootstrap host:port (default $KAFKA_BOOTSTRAP, "
-                                     "else an embedded broker for the run)")
-    out.add_argument("--topic", default=TOPIC, help="Kafka topic")
-    out.add_argument("--speed", type=float,
-                     help="simulated seconds per wall second (default: as fast as possible)")
-    out.add_argument("--max-rate", type=float, help="at most this many events per second")
-    out.add_argument("--engine", choices=ENGINES, default="aiokafka", help="Kafka client")
+    add_kafka_arguments(out)
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     return ap
 

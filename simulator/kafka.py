@@ -41,6 +41,17 @@ PACE_EVERY = 200
 Record = tuple[bytes | None, bytes, float]
 
 
+def add_kafka_arguments(group: Any) -> None:
+    """Add ``--kafka --topic --speed --max-rate --engine`` to a parser or argument group."""
+    group.add_argument("--kafka", help="Kafka bootstrap host:port (default $KAFKA_BOOTSTRAP, "
+                                       "else an embedded broker for the run)")
+    group.add_argument("--topic", default=TOPIC, help="Kafka topic")
+    group.add_argument("--speed", type=float,
+                       help="simulated seconds per wall second (default: as fast as possible)")
+    group.add_argument("--max-rate", type=float, help="at most this many events per second")
+    group.add_argument("--engine", choices=ENGINES, default="aiokafka", help="Kafka client")
+
+
 def quiet_kafka_logs() -> None:
     """Keep the Kafka clients' INFO chatter (connections, IO loops) out of CLI output."""
     for name in ("kafka", "aiokafka"):

@@ -20,7 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mechanisms.errors import InvalidParameterError
-from simulator.kafka import ENGINES, TOPIC, Record, kafka_target, produce, quiet_kafka_logs
+from simulator.kafka import (
+    Record,
+    add_kafka_arguments,
+    kafka_target,
+    produce,
+    quiet_kafka_logs,
+)
 
 #: A line's ts sets the pace only if it is within this of the previous one (malformed
 #: far-future / too-late records must not stall or rush the replay).
@@ -65,13 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ap.add_argument("file", help="the JSONL file")
-    ap.add_argument("--kafka", help="Kafka bootstrap host:port (default $KAFKA_BOOTSTRAP, "
-                                    "else an embedded broker for the run)")
-    ap.add_argument("--topic", default=TOPIC, help="Kafka topic")
-    ap.add_argument("--speed", type=float,
-                    help="simulated seconds per wall second (default: as fast as possible)")
-    ap.add_argument("--max-rate", type=float, help="at most this many events per second")
-    ap.add_argument("--engine", choices=ENGINES, default="aiokafka", help="Kafka client")
+    add_kafka_arguments(ap)
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     quiet_kafka_logs()

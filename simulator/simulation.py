@@ -185,34 +185,33 @@ class Simulation:
             yield -1, k
             k += 1
 
-    def events(self) -> Iterator[dict[str, Any]]:
-        """Every record as a dict ``{"device", "ap", "ts", "rssi"}``, in arrival order."""
+    def _rows(self) -> Iterator[tuple[str, str, int, int] | dict[str, Any]]:
+        """``(device, ap, ts_ms, rssi)`` per valid event, the dict per malformed one."""
         ts = self._c["ts_ms"].tolist()
         mac = self._c["mac"].tolist()
         ap = self._c["ap"].tolist()
         rssi = self._c["rssi"].tolist()
         macs, aps = self._macs, self._ap_ids
         for i, k in self._merged():
-            if i >= 0:
-                yield {"device": macs[mac[i]], "ap": aps[ap[i]], "ts": ts[i] / 1000,
-                       "rssi": rssi[i]}
+            yield (macs[mac[i]], aps[ap[i]], ts[i], rssi[i]) if i >= 0 else self._malformed[k][1]
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Every record as a dict ``{"device", "ap", "ts", "rssi"}``, in arrival order."""
+        for r in self._rows():
+            if isinstance(r, dict):
+                yield dict(r)
             else:
-                yield dict(self._malformed[k][1])
+                yield {"device": r[0], "ap": r[1], "ts": r[2] / 1000, "rssi": r[3]}
 
     def lines(self) -> Iterator[str]:
         """Every record as one line of JSON (no newline), in arrival order."""
-        ts = self._c["ts_ms"].tolist()
-        mac = self._c["mac"].tolist()
-        ap = self._c["ap"].tolist()
-        rssi = self._c["rssi"].tolist()
-        macs, aps = self._macs, self._ap_ids
-        for i, k in self._merged():
-            if i >= 0:
-                t = ts[i]
-                yield (f'{{"device": "{macs[mac[i]]}", "ap": "{aps[ap[i]]}", '
-                       f'"ts": {t // 1000}.{t % 1000:03d}, "rssi": {rssi[i]}}}')
+        for r in self._rows():
+            if isinstance(r, dict):
+                yield json.dumps(r)
             else:
-                yield json.dumps(self._malformed[k][1])
+                t = r[2]
+                yield (f'{{"device": "{r[0]}", "ap": "{r[1]}", '
+                       f'"ts": {t // 1000}.{t % 1000:03d}, "rssi": {r[3]}}}')
 
     def records(self) -> Iterator[tuple[bytes | None, bytes, float]]:
         """``(key, value, arrival_ts)`` for Kafka: key = device MAC, value = JSON bytes."""
@@ -297,12 +296,8 @@ class Simulation:
             k_first = math.ceil(float(ts.min()) / tick_s)
             k_last = math.ceil((float(ts.max()) - lateness_s) / tick_s) - 1
             tick_arr = np.arange(k_first, k_last + 1, dtype=np.float64) * tick_s
-        else:
-            k = tick_arr / tick_s
-            if np.any(k != np.round(k)):
-                raise InvalidParameterError("ticks must be multiples of tick_s")
-            if np.any(np.diff(tick_arr) <= 0):
-                raise InvalidParameterError("ticks must be strictly increasing")
+        else:  # the oracle's own checks of explicit ticks (no events: instant)
+            occupancy_oracle([], {}, locations, tick_s=tick_s, ticks=tick_arr)
         n_t = len(tick_arr)
         if n_t == 0 or len(ts) == 0:
             return OccupancyTable(tick_arr, locations, np.zeros((n_t, n_loc), np.int64))
