@@ -22,6 +22,16 @@ from simulator.kafka import add_kafka_arguments, kafka_target, produce, quiet_ka
 from simulator.simulation import SCENARIO_NAMES, Scenarios, simulate
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except empty ones and those the help text already states."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs)."""
     ap = argparse.ArgumentParser(
@@ -39,15 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
             "malformed (bad records for the dead-letter topic, at --malformed-rate). "
             "Where and when each happened is in the truth sidecar."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     ap.add_argument("--building", default="dbh",
                     help="building name (dbh, campus) or path to a buildings/*.json file")
     ap.add_argument("--days", type=float, default=7.0, help="simulated days (fractions allowed)")
     ap.add_argument("--seed", type=int, default=0, help="random seed")
     ap.add_argument("--start", default="2026-01-05T00:00",
-                    help="first simulated instant (ISO; building local time = UTC); "
-                         "the default is a Monday")
+                    help="first simulated instant (ISO; building local time = UTC; "
+                         "2026-01-05 is a Monday)")
     ap.add_argument("--scale", type=float, default=1.0, help="population multiplier")
     ap.add_argument("--scenarios", default="all",
                     help=f"comma-separated from {','.join(SCENARIO_NAMES)}, or all / none")

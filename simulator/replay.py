@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mechanisms.errors import InvalidParameterError
+from simulator.cli import HelpFormatter
 from simulator.kafka import (
     Record,
     add_kafka_arguments,
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="occustream replay",
         description="Send a JSONL file of WiFi events (one JSON object per line, as written "
                     "by `occustream simulate --out`) to the Kafka topic, keyed by device MAC.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     ap.add_argument("file", help="the JSONL file")
     add_kafka_arguments(ap)
