@@ -90,3 +90,15 @@ def test_help_explains() -> None:
 def test_scenario_validation() -> None:
     with pytest.raises(InvalidParameterError, match="malformed_rate"):
         simulate("dbh", days=1, scenarios=__import__("simulator").Scenarios(malformed_rate=2))
+
+
+def test_pacer_follows_speed_and_max_rate() -> None:
+    from simulator.kafka import _Pacer
+
+    p = _Pacer(speed=60.0, max_rate=None)
+    assert p.delay(0, 1000.0) <= 0
+    assert 0.9 < p.delay(1, 1060.0) <= 1.0  # one simulated minute = one second
+    q = _Pacer(speed=None, max_rate=100.0)
+    assert 0.9 < q.delay(100, 0.0) <= 1.0
+    with pytest.raises(InvalidParameterError, match="speed must be > 0"):
+        _Pacer(speed=0.0, max_rate=None)

@@ -81,3 +81,40 @@ def test_paced_delivery_respects_max_rate(kafka_bootstrap: str, make_topics,  # 
     produce(records, kafka_bootstrap, topic, max_rate=2000)
     elapsed = time.monotonic() - t0
     assert elapsed >= (len(records) - 200) / 2000
+
+
+async def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    """Read a topic without a consumer group (no join wait)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()  # fetches metadata
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        got: list[bytes] = []
+        for _ in range(30):
+            batches = await consumer.getmany(timeout_ms=500)
+            got.extend(m.value for ms in batches.values() for m in ms)
+            if len(got) >= expected and not batches:
+                break
+        return got
+    finally:
+        await consumer.stop()
+
+
+def test_replay_cli_sends_the_file(kafka_bootstrap: str, topic_prefix: str,
+                                   tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from streams.cli import main as occustream
+
+    path = tmp_path / "day.jsonl"
+    assert occustream(["simulate", "--days", "0.02", "--start", "2026-01-07T10:00",
+                       "--out", str(path), "-q"]) == 0
+    lines = path.read_bytes().splitlines()
+    topic = f"{topic_prefix}replayed"
+    assert occustream(["replay", str(path), "--kafka", kafka_bootstrap, "--topic", topic,
+                       "-q"]) == 0
+    got = asyncio.run(_read_all(kafka_bootstrap, topic, len(lines)))
+    assert sorted(got) == sorted(lines)
