@@ -23,6 +23,24 @@ Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
 * ``malformed_rate``: that share of extra malformed records (bad MACs, missing
   fields, unknown APs, non-numeric / out-of-range / far-future / too-late ts), each
   with its intended :mod:`streams.schema` reason in ``truth["malformed"]``.
+
+Ground truth (``Simulation.truth``; the ``x.truth.json`` sidecar of ``x.jsonl``)::
+
+    {"site", "source", "seed", "start_ts", "end_ts", "days", "scale",
+     "lateness_s", "max_future_s", "scenario_settings",
+     "scenarios": [{"type": "overcapacity", "location", "building", "capacity",
+                    "devices", "start_ts", "end_ts"},
+                   {"type": "broken_ap", "ap", "location", "building", "start_ts", "end_ts"},
+                   {"type": "weekly_meeting", "location", "building", "attendees",
+                    "start_ts", "end_ts"}],
+     "malformed": [[record index in the stream, intended DLQ reason], ...],
+     "n_records", "n_valid", "n_devices", "population": {role: persons},
+     "presence": {"columns": ["device", "location", "start_ts", "end_ts"],
+                  "rows": [...]}}        # sidecar only; Simulation.presence() in Python
+
+``presence`` is what people did (planned stays); *occupancy* is what the events say
+under :mod:`streams.oracle` (``Simulation.occupancy``), the figure everything is
+held to. Every record not listed in ``malformed`` is valid and on time.
 """
 
 from __future__ import annotations
