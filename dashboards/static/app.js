@@ -256,6 +256,9 @@
     const ymax = Math.max(cap, ...points.map((p) => p.value)) * 1.05 || 1;
     const x = (t) => ((t - d0) / 86400) * W, y = (v) => H - (Math.max(0, v) / ymax) * H;
     svg.innerHTML = `<line class="cap" x1="0" x2="${W}" y1="${y(cap)}" y2="${y(cap)}"></line>
+      <text class="ax" x="${W - 2}" y="${y(cap) + 11}" text-anchor="end">capacity ${cap}</text>
+      <text class="ax" x="2" y="${H - 2}">00:00</text><text class="ax" x="${W / 2}" y="${H - 2}" text-anchor="middle">12:00</text>
+      <text class="ax" x="${W - 2}" y="${H - 2}" text-anchor="end">24:00</text>
       <polyline class="ln" points="${points.map((p) => x(p.tick) + "," + y(p.value)).join(" ")}"></polyline>`;
   }
   async function downloadCsv(id) {

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from dash_support import TOKENS
 
@@ -168,8 +169,6 @@ def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any
             page.wait_for_function("window.__occustream.snapshot.mech === 'laplace'")
             page.locator("#plan [data-location='hall-110']").hover()
         page.screenshot(path=str(artifacts_dir / f"dashboard-{name}.png"))
-        if name == "large" and os.environ.get("OCCUSTREAM_UPDATE_SCREENSHOT"):
-            page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
         ctx.close()
     assert (artifacts_dir / "dashboard-large.png").stat().st_size > 10_000
 
@@ -183,3 +182,50 @@ def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
     redis_client.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": "laplace", "tick": 0}))
     page.wait_for_selector("#empty", state="hidden", timeout=10_000)
     assert page.evaluate("window.__marker") == "no-reload"
+
+
+def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_client: Any,
+                                       artifacts_dir: Path) -> None:
+    """The README picture: Donald Bren Hall mid-afternoon with two alerts.
+
+    Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also refreshes docs/screenshot.png.
+    """
+    from dash_support import Served
+
+    from streams.buildings import load_site
+
+    try:
+        site = load_site("dbh")
+    except Exception:  # noqa: BLE001 - building file not generated yet
+        pytest.skip("buildings/dbh.json missing")
+    start = 1_790_000_000 - 1_790_000_000 % 86400
+    w = seed(redis_client, site, days=4, last_day_ticks=14 * 12 + 5, mechs=("laplace", "ttl"),
+             start=start)
+    tick = int(w["ticks"][-1])
+    served = Served(site, redis_url)
+    try:
+        # alerts where the (made-up) released value is closest to capacity
+        ratio = w["values"]["laplace"][-1] / np.asarray(site.capacities, dtype=float)
+        for j in np.argsort(ratio)[-2:]:
+            loc = site.locations[int(j)]
+            write_alert(redis_client, {"tick": tick, "location": loc.id,
+                                       "capacity": loc.capacity, "algorithm": "TSLM",
+                                       "beta": 0.05})
+        ctx = browser.new_context(viewport={"width": 1600, "height": 1000})
+        page = ctx.new_page()
+        _open(page, served.url, TOKENS.admin)
+        assert page.locator("#plan .loc").count() == len(site.locations)  # all floors
+        page.wait_for_selector("#alerts li", timeout=10_000)
+        page.wait_for_selector("#ledger table", timeout=10_000)
+        some = site.locations[min(10, len(site.locations) - 1)].id
+        page.click(f"[data-location='{some}']")
+        page.wait_for_selector("#spark polyline", timeout=10_000)
+        hover = [loc for loc in site.locations if loc.floor.endswith("3")] or site.locations
+        page.locator(f"[data-location='{hover[0].id}']").hover()
+        page.screenshot(path=str(artifacts_dir / "dashboard-dbh.png"))
+        if os.environ.get("OCCUSTREAM_UPDATE_SCREENSHOT"):
+            page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+        assert page.js_errors == [] if hasattr(page, "js_errors") else True
+        ctx.close()
+    finally:
+        served.close()
