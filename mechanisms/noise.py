@@ -177,8 +177,8 @@ def _threshold_word(num: int, v: int, word: int) -> int:
         e = ctx.exp(ctx.divide(-decimal.Decimal(num * v), RATE_DENOMINATOR))
         x = ctx.multiply(e, 1 << bits)
         f = int(x.to_integral_value(rounding=decimal.ROUND_FLOOR))
-        frac = x - f
-        if decimal.Decimal("1e-20") < frac < 1 - decimal.Decimal("1e-20"):
+        err = x.scaleb(10 - prec)  # ≫ the rounding error of exp and the product
+        if err < x - f < 1 - err:
             return f % _WORD
         prec += 40
 
@@ -188,24 +188,23 @@ def _threshold_table(num: int) -> np.ndarray:
     """Ascending uint64 array of c_v = ⌊e^(−rv)·2⁶⁴⌋ for v = V..1 (r = num/2²⁰).
 
     V is the smallest count with c_V = 0 (e^(−rV) < 2⁻⁶⁴) or :data:`_TABLE_MAX`.
-    Computed by repeated multiplication at 60 + log10(V) significant digits (relative
-    error < 10⁻⁴⁵); an entry whose floor is within 10⁻¹⁵ of ambiguity is recomputed
-    exactly with :func:`_threshold_word`.
+    Computed by repeated multiplication at 66 significant digits (relative error
+    < 10⁻⁶⁰ after 2¹⁶ products); an entry whose floor is not certain at a relative
+    margin of 10⁻⁴⁵ is recomputed with :func:`_threshold_word`.
     """
     rate = num / RATE_DENOMINATOR
     n_v = min(_TABLE_MAX, int(44.4 / rate) + 2)
     ctx = decimal.Context(prec=66, rounding=decimal.ROUND_HALF_EVEN)
     step = ctx.exp(ctx.divide(-decimal.Decimal(num), RATE_DENOMINATOR))
     two64 = decimal.Decimal(_WORD)
-    margin = decimal.Decimal("1e-15")
     x = decimal.Decimal(1)
     out = []
     for v in range(1, n_v + 1):
         x = ctx.multiply(x, step)
         y = ctx.multiply(x, two64)
         f = int(y.to_integral_value(rounding=decimal.ROUND_FLOOR))
-        frac = y - f
-        if not (margin < frac < 1 - margin):
+        err = y.scaleb(-45)  # relative error of v ≤ 65536 products at 66 digits < 1e-60
+        if not (err < y - f < 1 - err):
             f = _threshold_word(num, v, 0)
         out.append(f)
         if f == 0:
