@@ -77,7 +77,7 @@ def _tables(quick: bool) -> tuple[dict, list[ev.ResultRow]]:
         TABLE_II,
         EPSILONS,
         ("small", "large"),
-        trials=1 if quick else 5,
+        trials=1 if quick else 3,
         seed=2026,
         n_queries=1000 if quick else 2000,
     )
