@@ -281,10 +281,71 @@ def _sum_laplace_cdf(x: np.ndarray, rate_a: float, rate_b: float) -> np.ndarray:
     return (b * b * _laplace_cdf(x, a) - a * a * _laplace_cdf(x, b)) / (b * b - a * a)
 
 
+def _exp_integral(e1: np.ndarray, k: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """∫ e^(E(x)) dx over a piece of ``width`` where E is linear with slope k, E(x1) = e1.
+
+    (e^(E2) − e^(E1))/k evaluated without overflow (E ≤ 0 on the piece).
+    """
+    e2 = e1 + k * width
+    safe_k = np.where(k == 0, 1.0, k)
+    pos = np.exp(np.minimum(e2, 0.0)) * (-np.expm1(-np.abs(k) * width)) / np.abs(safe_k)
+    neg = np.exp(np.minimum(e1, 0.0)) * (-np.expm1(-np.abs(k) * width)) / np.abs(safe_k)
+    return np.where(k == 0, np.exp(np.minimum(e1, 0.0)) * width, np.where(k > 0, pos, neg))
+
+
+def _truncated_joint_cdf(t: np.ndarray, mu: np.ndarray, r1: float, r2: float, lo: np.ndarray,
+                         hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P[X + Y ≤ t, X ∈ [lo, hi]], P[X ∈ [lo, hi]]), X ~ Lap(μ, 1/r1), Y ~ Lap(0, 1/r2).
+
+    Closed form: [lo, hi] is cut at μ and t into three pieces on which both densities are
+    single exponentials.
+    """
+    a, b = np.minimum(mu, t), np.maximum(mu, t)
+    pts = [lo, np.clip(a, lo, hi), np.clip(b, lo, hi), hi]
+    joint = np.zeros_like(mu)
+    mass = np.zeros_like(mu)
+    for x1, x2 in zip(pts[:-1], pts[1:], strict=True):
+        width = np.maximum(x2 - x1, 0.0)
+        mid = 0.5 * (x1 + x2)
+        s_x = np.where(mid <= mu, 1.0, -1.0)
+        s_y = np.where(mid <= t, 1.0, -1.0)
+        ex1 = s_x * r1 * (x1 - mu)
+        ex2 = s_x * r1 * (x2 - mu)
+        piece_mass = 0.5 * s_x * (np.expm1(np.minimum(ex2, 0.0)) - np.expm1(np.minimum(ex1, 0.0)))
+        prod = 0.25 * r1 * _exp_integral(ex1 + s_y * r2 * (x1 - t), s_x * r1 + s_y * r2, width)
+        # x ≤ t: F_Y(t − x) = 1 − ½e^(−r2(t−x)); x ≥ t: F_Y(t − x) = ½e^(r2(t−x))
+        joint += np.where(width > 0, np.where(s_y > 0, piece_mass - prod, prod), 0.0)
+        mass += np.where(width > 0, piece_mass, 0.0)
+    return joint, mass
+
+
+def _p_undecided(
+    noisy_u: np.ndarray, c_u: np.ndarray, alpha_c: float, rate_prev: float, rate_c: float,
+    lo_u: np.ndarray | None, hi_u: np.ndarray | None,
+) -> np.ndarray:
+    """P(next noisy value ∈ [c − α, c + α]) per undecided predicate (eq. 5.9).
+
+    Without a range: the true value is taken ~ Laplace(G, 1/ε_prev) (thesis A.1.2) and
+    the closed form :func:`_sum_laplace_cdf` applies. With a public range [lo, hi] the
+    same law is truncated to it (closed form, :func:`_truncated_joint_cdf`) — when ε_prev
+    is tiny (ε₁ = 10⁻⁵) G says nothing and the untruncated law spreads over ±10⁵.
+    """
+    if lo_u is None or hi_u is None:
+        return (_sum_laplace_cdf(c_u + alpha_c - noisy_u, rate_prev, rate_c)
+                - _sum_laplace_cdf(c_u - alpha_c - noisy_u, rate_prev, rate_c))
+    up, mass = _truncated_joint_cdf(c_u + alpha_c, noisy_u, rate_prev, rate_c, lo_u, hi_u)
+    down, _ = _truncated_joint_cdf(c_u - alpha_c, noisy_u, rate_prev, rate_c, lo_u, hi_u)
+    x0 = np.clip(noisy_u, lo_u, hi_u)  # no representable mass: the nearest end of the range
+    point = (_laplace_cdf(c_u + alpha_c - x0, rate_c) - _laplace_cdf(c_u - alpha_c - x0, rate_c))
+    ok = mass > 1e-250
+    return np.clip(np.where(ok, (up - down) / np.where(ok, mass, 1.0), point), 0.0, 1.0)
+
+
 def dppwlm(
     values: np.ndarray, thresholds: np.ndarray, *, beta: float, alpha: float,
     epsilon_max: float, sensitivity: float = 1.0, epsilon_1: float = 1e-5, steps: int = 4,
     fine_steps: int = 3, priors: np.ndarray | None = None,
+    value_range: tuple[np.ndarray | float, np.ndarray | float] | None = None,
     rng: np.random.Generator | None = None,
 ) -> MideResult:
     """Data-Dependent PPWLM (thesis Alg. 3 + Alg. 4, Thm 5.6).
@@ -300,6 +361,11 @@ def dppwlm(
         steps: m, the number of plan levels.
         fine_steps: m_f, sub-steps between plan levels searched by Alg. 4.
         priors: adversary prior weights for the min-entropy objective (Lemma A.1).
+        value_range: optional *public* bounds (lo, hi) on each true aggregate (e.g.
+            0 and a physical maximum from the capacity). None: the thesis' estimate
+            (eq. 5.9, unbounded); given: the estimate's law of the true value is
+            truncated to the range, which keeps it informative when ε₁ is tiny. Must not
+            depend on the data (it is used like a parameter).
         rng: generator; None → the project's CSPRNG-seeded generator.
 
     Returns:
@@ -309,6 +375,14 @@ def dppwlm(
                                               sensitivity, epsilon_1, steps)
     if not isinstance(fine_steps, (int, np.integer)) or fine_steps < 1:
         raise InvalidParameterError(f"fine_steps must be an integer >= 1, not {fine_steps!r}")
+    lo_all = hi_all = None
+    if value_range is not None:
+        lo_all = np.broadcast_to(np.asarray(value_range[0], float), g.shape)
+        hi_all = np.broadcast_to(np.asarray(value_range[1], float), g.shape)
+        if not (np.all(np.isfinite(lo_all)) and np.all(np.isfinite(hi_all))
+                and np.all(hi_all > lo_all)):
+            raise InvalidParameterError(
+                f"value_range must be finite (lo, hi) with hi > lo, not {value_range!r}")
     plan = [float(e) for e in plan_epsilons(e1, single_step_epsilon(b / m, a, d), m)]
     eps_m = plan[-1]
     if eps_m > emax:
@@ -328,8 +402,9 @@ def dppwlm(
     step = 1
     while und.size and len(remaining) > 1:
         step += 1
+        bounds = None if lo_all is None or hi_all is None else (lo_all[und], hi_all[und])
         eps_next, levels = _next_step(estimate, noisy[und], c[und], und, remaining, eps_prev,
-                                      b, m, fine_steps, d, priors)
+                                      b, m, fine_steps, d, priors, bounds)
         beta_j = b * levels / m
         remaining = [eps_next] + remaining[levels + 1:]
         eta_u = privrelax(eta[und], eps_prev, eps_next, sensitivity=d, rng=gen)
@@ -353,6 +428,7 @@ def _next_step(
     estimate: np.ndarray, noisy_u: np.ndarray, c_u: np.ndarray, und: np.ndarray,
     remaining: list[float], eps_prev: float, beta: float, m: int, fine_steps: int,
     sensitivity: float, priors: np.ndarray | None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, int]:
     """Alg. 4 NEXTSTEPPARAMS: the ε for the next step and the plan levels it uses.
 
@@ -376,8 +452,8 @@ def _next_step(
             beta_j = beta * r / m
             alpha_c = sensitivity * math.log(1.0 / (2.0 * beta_j)) / eps_c
             rate_c = eps_c / sensitivity
-            p_und = (_sum_laplace_cdf(c_u + alpha_c - noisy_u, rate_prev, rate_c)
-                     - _sum_laplace_cdf(c_u - alpha_c - noisy_u, rate_prev, rate_c))
+            p_und = _p_undecided(noisy_u, c_u, alpha_c, rate_prev, rate_c,
+                                 *(bounds if bounds is not None else (None, None)))
             n_u = int(round(float(np.clip(p_und, 0.0, 1.0).sum())))
             est = estimate.copy()
             est[und[: n_und - n_u]] = eps_c  # which ones is immaterial: equal intervals
@@ -412,7 +488,7 @@ def decide(
         epsilon_max: deny when the (worst-case) ε needed exceeds this.
         rng: generator; None → the project's CSPRNG-seeded generator.
         **params: ``sensitivity`` (all), ``epsilon_1``/``steps`` (ppwlm, dppwlm),
-            ``fine_steps``/``priors`` (dppwlm).
+            ``fine_steps``/``priors``/``value_range`` (dppwlm).
 
     Returns:
         A :class:`MideResult`; publish only :meth:`MideResult.public`.
@@ -425,7 +501,7 @@ def decide(
         "naive": {"sensitivity"},
         "tslm": {"sensitivity"},
         "ppwlm": {"sensitivity", "epsilon_1", "steps"},
-        "dppwlm": {"sensitivity", "epsilon_1", "steps", "fine_steps", "priors"},
+        "dppwlm": {"sensitivity", "epsilon_1", "steps", "fine_steps", "priors", "value_range"},
     }
     if algorithm not in funcs:
         raise InvalidParameterError(

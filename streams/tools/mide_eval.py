@@ -22,7 +22,8 @@ Data: by default two one-day simulations of ``--site`` (``simulator.simulate(sit
 days=1, start=date, seed=…)``, true counts from ``Simulation.occupancy`` — the oracle)
 on ``--dates`` (a Tuesday and a Saturday); their planned stays give the dwell times of
 ch. 6. ``--counts FILE.npy`` takes hourly peak counts, shape (24, P) for one day or
-(2, 24, P) for [weekday, weekend], with ``--capacities FILE.npy`` (P,) — then the ch. 6
+(2, 24, P) for [weekday, weekend], with ``--capacities FILE.npy`` (P,) or one row per
+day (every run saves its data as ``data_counts.npy`` / ``data_capacities.npy``) — then the ch. 6
 dwell times are synthetic (Gamma, seeded). ``--synthetic`` draws counts around
 capacities instead.
 Outputs: CSV + Markdown tables and PNG plots in ``--out``; the main table on stdout.
@@ -50,7 +51,9 @@ from mechanisms.mide.complex import And, Leaf, Or, answer, truth
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = ("naive", "tslm", "ppwlm", "dppwlm")
+#: "dppwlm-r" is DPPWLM with the public value range [0, 3·capacity] for its estimate.
+ALGORITHMS = ("naive", "tslm", "ppwlm", "dppwlm", "dppwlm-r")
+RANGE_FACTOR = 3.0
 LEVELS = {"H": 1.0, "M": 0.8, "L": 0.6}
 HOURS = tuple(range(7, 22))  # windows [7:00, 8:00) … [21:00, 22:00)
 BETAS = tuple(round(0.01 * i, 2) for i in range(1, 11))
@@ -72,8 +75,11 @@ class DayData:
         """Flattened (values, thresholds) over (hour, building) predicates."""
         hours = np.array(HOURS)
         g = self.counts[hours].astype(float).ravel()
-        c = np.broadcast_to(LEVELS[level] * self.capacity, (len(HOURS), self.capacity.size))
-        return g, c.ravel().astype(float)
+        return g, LEVELS[level] * self.capacities()
+
+    def capacities(self) -> np.ndarray:
+        """Capacity per (hour, building) predicate, flattened like :meth:`query`."""
+        return np.tile(self.capacity.astype(float), len(HOURS))
 
 
 # --------------------------------------------------------------------------- data
@@ -93,8 +99,13 @@ def _hourly_peak(
     return out
 
 
-def simulated_days(site_name: str, dates: Sequence[str], seed: int,
-                   progress: bool = True, capacity_source: str = "history") -> list[DayData]:
+def simulated_days(
+    site_name: str,
+    dates: Sequence[str],
+    seed: int,
+    progress: bool = True,
+    capacity_source: str = "history",
+) -> list[DayData]:
     """One simulated day per date (Tuesday → "weekday", Saturday → "weekend", …).
 
     ``capacity_source="design"`` thresholds on the sum of the building's room capacities
@@ -104,13 +115,15 @@ def simulated_days(site_name: str, dates: Sequence[str], seed: int,
     """
     if capacity_source not in ("design", "history"):
         raise InvalidParameterError(
-            f"capacity_source must be 'design' or 'history', not {capacity_source!r}")
+            f"capacity_source must be 'design' or 'history', not {capacity_source!r}"
+        )
     try:
         from simulator import simulate
         from streams.buildings import load_site
     except ImportError as exc:  # pragma: no cover - the simulator ships with the project
-        raise ConfigError(f"the simulator is not available ({exc}); use --counts or "
-                          "--synthetic") from None
+        raise ConfigError(
+            f"the simulator is not available ({exc}); use --counts or --synthetic"
+        ) from None
     site = load_site(site_name)
     loc_index = {loc: i for i, loc in enumerate(site.location_ids)}
     groups = np.zeros(len(site.location_ids), dtype=int)
@@ -126,8 +139,11 @@ def simulated_days(site_name: str, dates: Sequence[str], seed: int,
         sim = simulate(site, days=1.0, seed=day_seed, start=date, progress=progress)
         table = sim.occupancy(tick_s=300)
         day0 = math.floor(float(table.ticks[0]) / 86400.0) * 86400.0
-        return _hourly_peak(table.counts, table.ticks, groups, len(site.buildings), day0,
-                            0), sim, day0
+        return (
+            _hourly_peak(table.counts, table.ticks, groups, len(site.buildings), day0, 0),
+            sim,
+            day0,
+        )
 
     out = []
     for k, date in enumerate(dates):
@@ -145,8 +161,9 @@ def simulated_days(site_name: str, dates: Sequence[str], seed: int,
         sel = np.isin(hour, HOURS)
         pred = (hour[sel] - HOURS[0]) * len(site.buildings) + b_of[sel]
         weekend = datetime.fromisoformat(date).weekday() >= 5
-        out.append(DayData("weekend" if weekend else "weekday", counts, cap,
-                           (end[sel] - start[sel], pred)))
+        out.append(
+            DayData("weekend" if weekend else "weekday", counts, cap, (end[sel] - start[sel], pred))
+        )
     return out
 
 
@@ -181,15 +198,19 @@ def file_days(
         raise ConfigError(f"cannot read {counts_path} / {capacities_path}: {exc}") from None
     if arr.ndim == 2:
         arr = arr[None]
-    if arr.ndim != 3 or arr.shape[1] != 24 or arr.shape[2] != cap.size or arr.shape[0] > 2:
+    if arr.ndim == 3 and cap.size == arr.shape[0] * arr.shape[2]:
+        cap = cap.reshape(arr.shape[0], arr.shape[2])  # one capacity vector per day
+    else:
+        cap = np.broadcast_to(cap, (max(arr.shape[0], 1), cap.size))
+    if arr.ndim != 3 or arr.shape[1] != 24 or arr.shape[2] != cap.shape[1] or arr.shape[0] > 2:
         raise InvalidParameterError(
-            f"--counts must have shape (24, P) or (2, 24, P) with P = {cap.size} capacities, "
-            f"not {arr.shape}"
+            f"--counts must have shape (24, P) or (2, 24, P) with P = {cap.shape[1]} "
+            f"capacities, not {arr.shape}"
         )
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(cap <= 0):
         raise InvalidParameterError("--counts must be finite and >= 0, capacities > 0")
     names = ("weekday", "weekend")
-    days = [DayData(names[i], arr[i].astype(float), cap) for i in range(arr.shape[0])]
+    days = [DayData(names[i], arr[i].astype(float), cap[i]) for i in range(arr.shape[0])]
     return days, days
 
 
@@ -201,13 +222,18 @@ def run_once(
     beta: float,
     alpha: float,
     rng: np.random.Generator,
+    capacity: np.ndarray | None = None,
 ) -> dict[str, float]:
     """One run: FNR, FPR, ex-post ε*, min-entropy γ (nan when denied)."""
     params: dict[str, Any] = {}
-    if algorithm in ("ppwlm", "dppwlm"):
+    if algorithm in ("ppwlm", "dppwlm", "dppwlm-r"):
         params = {"epsilon_1": DEFAULTS["epsilon_1"], "steps": DEFAULTS["steps"]}
-    if algorithm == "dppwlm":
+    if algorithm.startswith("dppwlm"):
         params["fine_steps"] = DEFAULTS["fine_steps"]
+    if algorithm == "dppwlm-r":  # public range: capacities are public parameters
+        cap = c if capacity is None else capacity
+        params["value_range"] = (0.0, RANGE_FACTOR * np.maximum(cap, 1.0))
+        algorithm = "dppwlm"
     res = decide(
         g,
         c,
@@ -259,7 +285,7 @@ def main_table(days: list[DayData], runs: int, seed: int, bar: Any) -> list[dict
                 rng = np.random.default_rng([seed, len(rows)])
                 res = []
                 for _ in range(runs):
-                    res.append(run_once(g, c, alg, 0.05, 1.0, rng))
+                    res.append(run_once(g, c, alg, 0.05, 1.0, rng, d.capacities()))
                     bar.update(1)
                 rows.append(
                     {
@@ -287,7 +313,7 @@ def sweep(
             rng = np.random.default_rng([seed, 7, len(rows)])
             res = []
             for _ in range(runs):
-                res.append(run_once(g, c, alg, beta, alpha, rng))
+                res.append(run_once(g, c, alg, beta, alpha, rng, day.capacities()))
                 bar.update(1)
             rows.append({what: v, "algorithm": alg, **_mean(res)})
     return rows
@@ -391,7 +417,7 @@ def plots(
 
     def bars(metrics: Sequence[tuple[str, str]], name: str, title: str) -> None:
         fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4))
-        width = 0.2
+        width = 0.8 / len(ALGORITHMS)
         for ax, (key, label) in zip(np.atleast_1d(axes), metrics, strict=True):
             x = np.arange(len(queries))
             for i, alg in enumerate(ALGORITHMS):
@@ -399,7 +425,7 @@ def plots(
                     next(r[key] for r in main if r["query"] == q and r["algorithm"] == alg)
                     for q in queries
                 ]
-                ax.bar(x + (i - 1.5) * width, vals, width, label=alg)
+                ax.bar(x + (i - (len(ALGORITHMS) - 1) / 2) * width, vals, width, label=alg)
             ax.set_xticks(x, queries)
             ax.set_ylabel(label)
             if key == "fnr":
@@ -504,11 +530,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src = p.add_argument_group("data (default: simulate the campus)")
     src.add_argument("--site", default="campus", help="building model to simulate")
-    src.add_argument("--dates", default="2026-01-13,2026-01-17",
-                     help="simulated days (ISO dates): a weekday and a weekend day")
-    src.add_argument("--capacity", choices=("history", "design"), default="history",
-                     help="threshold base: peak of the same weekday a week earlier, or the "
-                     "sum of room capacities (almost never exceeded in the simulation)")
+    src.add_argument(
+        "--dates",
+        default="2026-01-13,2026-01-17",
+        help="simulated days (ISO dates): a weekday and a weekend day",
+    )
+    src.add_argument(
+        "--capacity",
+        choices=("history", "design"),
+        default="history",
+        help="threshold base: peak of the same weekday a week earlier, or the "
+        "sum of room capacities (almost never exceeded in the simulation)",
+    )
     src.add_argument("--counts", type=Path, help="hourly peak counts .npy, (24,P) or (2,24,P)")
     src.add_argument("--capacities", type=Path, help="capacities .npy (P,), with --counts")
     src.add_argument(
@@ -550,13 +583,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             kinds = [datetime.fromisoformat(d).weekday() >= 5 for d in dates]
         except ValueError:
-            raise InvalidParameterError(f"--dates must be ISO dates, not {args.dates!r}"
-                                        ) from None
+            raise InvalidParameterError(f"--dates must be ISO dates, not {args.dates!r}") from None
         if not dates or len(dates) > 2 or len(set(kinds)) != len(kinds):
             raise InvalidParameterError(
-                f"--dates must name one weekday and/or one weekend day, not {args.dates!r}")
-        main_days = simulated_days(args.site, dates, args.seed, not args.no_progress,
-                                   args.capacity)
+                f"--dates must name one weekday and/or one weekend day, not {args.dates!r}"
+            )
+        main_days = simulated_days(args.site, dates, args.seed, not args.no_progress, args.capacity)
         main_days.sort(key=lambda d: d.name != "weekday")
         all_days = main_days
     weekday = main_days[0]
@@ -572,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     args.out.mkdir(parents=True, exist_ok=True)
+    # the data the experiments ran on, re-usable with --counts/--capacities
+    np.save(args.out / "data_counts.npy", np.stack([d.counts for d in main_days]))
+    np.save(args.out / "data_capacities.npy", np.stack([d.capacity for d in main_days]))
     with tqdm(
         total=total, desc="mide-eval", unit="run", file=sys.stderr, disable=args.no_progress
     ) as bar:

@@ -189,3 +189,57 @@ def test_bad_parameters_are_refused(kwargs, match):
     base.update(kwargs)
     with pytest.raises(InvalidParameterError, match=match):
         decide(np.ones(3), np.zeros(3), **base)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["above", "mixed"])
+def test_beta_fnr_holds_for_dppwlm_with_public_range(kind):
+    rng = np.random.default_rng(15)
+    g, c = _inputs(kind, rng)
+    res = decide(g, c, algorithm="dppwlm", beta=BETA, alpha=1.0, epsilon_max=4.0, rng=rng,
+                 value_range=(0.0, 3 * c))
+    fn, npos = _fn(res, g, c)
+    assert fn <= int(stats.binom.ppf(1 - ALPHA, npos, BETA))
+
+
+def test_truncated_estimate_matches_closed_form_when_range_is_irrelevant():
+    from mechanisms.mide.mechanisms import _p_undecided
+
+    rng = np.random.default_rng(0)
+    noisy = rng.uniform(40, 60, 50)
+    c = np.full(50, 50.0)
+    # informative previous step (rate 2): a range ±40 around it changes nothing
+    closed = _p_undecided(noisy, c, 3.0, 2.0, 5.0, None, None)
+    trunc = _p_undecided(noisy, c, 3.0, 2.0, 5.0, noisy - 40, noisy + 40)
+    np.testing.assert_allclose(trunc, closed, atol=1e-4)
+    # uninformative previous step (rate 1e-5): uniform over [0, 100] → ≈ 2α/100
+    flat = _p_undecided(noisy, c, 3.0, 1e-5, 50.0, np.zeros(50), np.full(50, 100.0))
+    np.testing.assert_allclose(flat, 0.06, atol=2e-3)
+    with pytest.raises(InvalidParameterError, match="value_range"):
+        decide(np.ones(3), 0.0, algorithm="dppwlm", beta=BETA, alpha=1.0, epsilon_max=4.0,
+               value_range=(1.0, 0.0))
+
+
+@pytest.mark.parametrize(("mu", "r1", "r2", "lo", "hi", "t"), [
+    (10.0, 0.5, 2.0, 8.0, 30.0, 9.0),  # range cuts through the peak
+    (10.0, 0.5, 0.5, 12.0, 20.0, 15.0),  # equal rates, μ below the range
+    (50.0, 1e-3, 3.0, 0.0, 30.0, 25.0),  # nearly flat, μ above the range
+])
+def test_truncated_joint_cdf_matches_numerical_integration(mu, r1, r2, lo, hi, t):
+    from mechanisms.mide.mechanisms import _truncated_joint_cdf
+
+    def f_x(x):
+        return 0.5 * r1 * math.exp(-r1 * abs(x - mu))
+
+    def f_y_cdf(y):
+        return 0.5 * math.exp(r2 * y) if y < 0 else 1 - 0.5 * math.exp(-r2 * y)
+
+    pts = sorted({lo, hi, min(max(mu, lo), hi), min(max(t, lo), hi)})
+    num = sum(integrate.quad(lambda x: f_x(x) * f_y_cdf(t - x), a, b, epsabs=1e-13)[0]
+              for a, b in zip(pts[:-1], pts[1:], strict=False))
+    mass = sum(integrate.quad(f_x, a, b, epsabs=1e-13)[0]
+               for a, b in zip(pts[:-1], pts[1:], strict=False))
+    joint, m = _truncated_joint_cdf(*(np.array([v]) for v in (t, mu)), r1, r2,
+                                    np.array([lo]), np.array([hi]))
+    assert float(m[0]) == pytest.approx(mass, rel=1e-9, abs=1e-12)
+    assert float(joint[0]) == pytest.approx(num, rel=1e-7, abs=1e-12)
