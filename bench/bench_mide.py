@@ -38,6 +38,9 @@ def run(quick: bool = False) -> dict:
         out[f"{alg}_ms"] = round(1e3 * _median_s(
             lambda a=alg: decide(counts, thr, algorithm=a, beta=0.05, alpha=1.0,
                                  epsilon_max=4.0, rng=rng), repeats), 2)
+    out["dppwlm_range_ms"] = round(1e3 * _median_s(
+        lambda: decide(counts, thr, algorithm="dppwlm", beta=0.05, alpha=1.0, epsilon_max=4.0,
+                       rng=rng, value_range=(0.0, 3 * cap)), repeats), 2)
     out["ppwlm_vs_tslm"] = round(out["ppwlm_ms"] / out["tslm_ms"], 1)
     out["dppwlm_vs_tslm"] = round(out["dppwlm_ms"] / out["tslm_ms"], 1)
     # min-entropy on MIDE output (few distinct ε) and on pairwise-distinct ε
