@@ -8,7 +8,8 @@ Stable API for the pipeline (the MIDE agent)::
     result = decide(counts, thresholds, algorithm="dppwlm",
                     beta=0.05, alpha=1.0, epsilon_max=4.0, rng=None,
                     # optional **params: sensitivity=1.0, epsilon_1=1e-5, steps=4,
-                    #                    fine_steps=3, priors=None
+                    #   fine_steps=3, priors=None,
+                    #   value_range=(0, 3 * capacity)  # dppwlm: public bounds, better estimate
                     )
     result.positive        # bool per predicate: returned as over threshold
     result.denied          # True: needed ε > ε_max, nothing returned or spent
@@ -17,7 +18,9 @@ Stable API for the pipeline (the MIDE agent)::
     result.ex_post         # INTERNAL per-predicate ex-post ε — ledger only, NEVER publish
 
 ``counts`` and ``thresholds`` are 1-D arrays over mutually exclusive predicates (e.g. the
-locations of one tick, or locations × hourly windows). β-FNR holds per predicate for
+locations of one tick, or locations × hourly windows). Record ``result`` with
+:func:`mechanisms.mide.accounting.record_result` in the internal
+:class:`mechanisms.accounting.PredicateLedger` and charge ``epsilon_spent`` to the budget. β-FNR holds per predicate for
 "tslm", "ppwlm" and "dppwlm"; "naive" is the baseline without it. The unit of privacy is
 the one of the counts' sensitivity (event-level: one device, one tick, for occupancy).
 
