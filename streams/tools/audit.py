@@ -316,21 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         "worst-case DP bound, for the external, student and administrator attackers "
         "(thesis ch. 4). Writes a report with the tables and plots.",
     )
-    p.add_argument("--building", default="dbh", help="building name or JSON path (default dbh)")
-    p.add_argument(
-        "--days",
-        type=int,
-        default=8,
-        help="simulated days: N-1 for priors and training, the last attacked",
-    )
-    p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
-    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
-    p.add_argument(
-        "--tick-s",
-        type=float,
-        default=600.0,
-        help="time point length in s (default 600: 144 a day, as the thesis)",
-    )
+    ev.add_data_arguments(p, tick_s=600.0)
     p.add_argument("--runs", type=int, default=10, help="noise draws averaged (default 10)")
     p.add_argument(
         "--attackers",
@@ -377,9 +363,7 @@ def main(argv: list[str]) -> int:
     if bad or not attackers:
         raise InvalidParameterError(f"attackers must be among {list(ATTACKERS)}, not {bad}")
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
-    data = ev.load_data(
-        args.building, days=args.days, seed=args.seed, tick_s=args.tick_s, scale=args.scale
-    )
+    data = ev.data_from_args(args)
     given = {"laplace": args.epsilon_laplace, "pegasus": args.epsilon_pegasus, "ttl": args.ttl_s}
     for k, v in given.items():
         if v is not None:

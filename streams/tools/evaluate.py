@@ -540,6 +540,40 @@ def _mech_label(row: EvalRow) -> str:
     return f"{row.mechanism} ({'TTL' if row.param_name == 'ttl_s' else 'ε'}={row.param:g})"
 
 
+#: (column header, EvalRow attribute) of the results table and CSV.
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("mechanism", "mechanism"),
+    ("parameter", "param_name"),
+    ("value", "param"),
+    ("runs", "runs"),
+    ("MAE", "mae"),
+    ("MAE sd", "mae_sd"),
+    ("1 h window MAE", "window_mae"),
+    ("ROC AUC", "roc_auc"),
+    ("utility day", "utility_day"),
+    ("utility night", "utility_night"),
+    ("σ_u day", "sigma_u_day"),
+    ("σ_u night", "sigma_u_night"),
+)
+
+
+def eval_table(
+    rows: Sequence[EvalRow], *, machine: bool = False
+) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows of the results table (one column per task accuracy at the end).
+
+    ``machine=True`` gives attribute names as headers (for the CSV).
+    """
+    task_names = sorted({k for r in rows for k in r.tasks})
+    headers = [a if machine else h for h, a in _COLUMNS]
+    headers += [t if machine else f"task {t}" for t in task_names]
+    body = [
+        [getattr(r, a) for _, a in _COLUMNS] + [r.tasks.get(t, math.nan) for t in task_names]
+        for r in rows
+    ]
+    return headers, body
+
+
 def add_eval_section(report: Report, rows: Sequence[EvalRow], data: EvalData) -> None:
     """Tables and plots of :func:`evaluate` results."""
     report.heading("Utility of each mechanism")
@@ -550,41 +584,10 @@ def add_eval_section(report: Report, rows: Sequence[EvalRow], data: EvalData) ->
         "event-level (one device, one tick). TTL: " + tune_mod.TTL_GUARANTEE + "."
     )
     task_names = sorted({k for r in rows for k in r.tasks})
-    headers = [
-        "mechanism",
-        "parameter",
-        "value",
-        "runs",
-        "MAE",
-        "MAE sd",
-        "1 h window MAE",
-        "ROC AUC",
-        "utility day",
-        "utility night",
-        "σ_u day",
-        "σ_u night",
-        *[f"task {t}" for t in task_names],
-        "guarantee",
-    ]
-    body = [
-        [
-            r.mechanism,
-            r.param_name,
-            r.param,
-            r.runs,
-            r.mae,
-            r.mae_sd,
-            r.window_mae,
-            r.roc_auc,
-            r.utility_day,
-            r.utility_night,
-            r.sigma_u_day,
-            r.sigma_u_night,
-            *[r.tasks.get(t, math.nan) for t in task_names],
-            tune_mod.TTL_GUARANTEE if r.mechanism == "ttl" else "ε-DP (event-level)",
-        ]
-        for r in rows
-    ]
+    headers, body = eval_table(rows)
+    headers.append("guarantee")
+    for r, line in zip(rows, body, strict=True):
+        line.append(tune_mod.TTL_GUARANTEE if r.mechanism == "ttl" else "ε-DP (event-level)")
     report.table(headers, body)
     dp = [r for r in rows if r.param_name == "epsilon"]
     mechs = list(dict.fromkeys(r.mechanism for r in dp))
@@ -668,44 +671,11 @@ def write_report(
     report = Report(f"occustream {stem} — {data.site.id}")
     if rows:
         add_eval_section(report, rows, data)
+        headers, body = eval_table(rows, machine=True)
         with (out / "evaluate.csv").open("w", newline="") as fh:
             w = csv.writer(fh)
-            task_names = sorted({k for r in rows for k in r.tasks})
-            w.writerow(
-                [
-                    "mechanism",
-                    "param_name",
-                    "param",
-                    "runs",
-                    "mae",
-                    "mae_sd",
-                    "window_mae",
-                    "roc_auc",
-                    "utility_day",
-                    "utility_night",
-                    "sigma_u_day",
-                    "sigma_u_night",
-                    *task_names,
-                ]
-            )
-            for r in rows:
-                w.writerow(
-                    [
-                        r.mechanism,
-                        r.param_name,
-                        r.param,
-                        r.runs,
-                        r.mae,
-                        r.mae_sd,
-                        r.window_mae,
-                        r.roc_auc,
-                        r.utility_day,
-                        r.utility_night,
-                        r.sigma_u_day,
-                        r.sigma_u_night,
-                        *[r.tasks.get(t, "") for t in task_names],
-                    ]
-                )
+            w.writerow(headers)
+            w.writerows(body)
     if tune_rows:
         add_tune_section(report, tune_rows, utility)
         (out / "table_4_2.json").write_text(
@@ -732,6 +702,35 @@ def write_tune_report(
 # ------------------------------------------------------------------------ CLI
 
 
+def add_data_arguments(p: argparse.ArgumentParser, *, tick_s: float = 300.0, days: int = 8) -> None:
+    """The simulated-data options shared by ``evaluate``, ``tune`` and ``audit``."""
+    p.add_argument("--building", default="dbh", help="building name or JSON path (default dbh)")
+    p.add_argument(
+        "--days",
+        type=int,
+        default=days,
+        help=f"simulated days; the last is scored, the earlier ones give baselines/priors "
+        f"(default {days})",
+    )
+    p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
+    p.add_argument(
+        "--tick-s", type=float, default=tick_s, help=f"tick length in s (default {tick_s:g})"
+    )
+
+
+def data_from_args(args: argparse.Namespace, *, eval_days: int = 1) -> EvalData:
+    """:func:`load_data` from the options of :func:`add_data_arguments`."""
+    return load_data(
+        args.building,
+        days=args.days,
+        seed=args.seed,
+        tick_s=args.tick_s,
+        eval_days=eval_days,
+        scale=args.scale,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """CLI of ``occustream evaluate``."""
     p = argparse.ArgumentParser(
@@ -740,17 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
         "on simulated data: MAE, error by hour, window-sum error, event ROC, colour utility, "
         "analysis tasks, and the ε/TTL each needs for 75 %% and 90 %% utility (Table 4.2).",
     )
-    p.add_argument("--building", default="dbh", help="building name or JSON path (default dbh)")
-    p.add_argument(
-        "--days",
-        type=int,
-        default=8,
-        help="simulated days; the last --eval-days are scored (default 8)",
-    )
+    add_data_arguments(p)
     p.add_argument("--eval-days", type=int, default=1, help="days scored for utility (default 1)")
-    p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
-    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
-    p.add_argument("--tick-s", type=float, default=300.0, help="tick length in s (default 300)")
     p.add_argument(
         "--mechanisms",
         default=",".join(MECHANISMS),
@@ -804,14 +794,7 @@ def main(argv: list[str]) -> int:
     eps = _floats(args.epsilons, "epsilons")
     ttls = _floats(args.ttls, "ttls")
     targets = _floats(args.targets, "targets")
-    data = load_data(
-        args.building,
-        days=args.days,
-        seed=args.seed,
-        tick_s=args.tick_s,
-        eval_days=args.eval_days,
-        scale=args.scale,
-    )
+    data = data_from_args(args, eval_days=args.eval_days)
     rows = evaluate(data, mechs, eps, ttls, runs=args.runs)
     tune_rows = []
     if args.table42 == "on":

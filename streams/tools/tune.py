@@ -250,16 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the ε (or TTL) each mechanism needs for a utility target, day and "
         "night separately, over repeated runs on simulated data (thesis Table 4.2).",
     )
-    p.add_argument("--building", default="dbh", help="building name or JSON path (default dbh)")
-    p.add_argument(
-        "--days",
-        type=int,
-        default=8,
-        help="simulated days; the last is scored, the others give baselines (default 8)",
-    )
-    p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
-    p.add_argument("--scale", type=float, default=1.0, help="population multiplier (default 1)")
-    p.add_argument("--tick-s", type=float, default=300.0, help="tick length in s (default 300)")
+    from streams.tools.evaluate import add_data_arguments
+
+    add_data_arguments(p)
     p.add_argument(
         "--mechanisms",
         default="laplace,pegasus,ttl",
@@ -289,9 +282,7 @@ def main(argv: list[str]) -> int:
         if not 0 < t <= 1:
             raise InvalidParameterError(f"targets must be in (0, 1], not {t!r}")
     mechs = ev.parse_mechanisms(args.mechanisms)
-    data = ev.load_data(
-        args.building, days=args.days, seed=args.seed, tick_s=args.tick_s, scale=args.scale
-    )
+    data = ev.data_from_args(args)
     rows = ev.tune_table(data, mechs, targets, runs=args.runs, utility=args.utility)
     path = ev.write_tune_report(rows, data, args.out, args.format, utility=args.utility)
     headers, body = rows_table(rows)
