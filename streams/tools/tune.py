@@ -31,13 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
+from mechanisms.pseudonym import TTL_GUARANTEE
 
 log = logging.getLogger(__name__)
-
-try:  # B exposes the label; keep the tools usable while it lands.
-    from mechanisms.pseudonym import TTL_GUARANTEE  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until mechanisms.pseudonym exists
-    TTL_GUARANTEE = "none (no formal guarantee)"
 
 PERIODS = ("day", "night")
 
