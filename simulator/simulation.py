@@ -221,15 +221,38 @@ class Simulation:
             else:
                 yield {"device": r[0], "ap": r[1], "ts": r[2] / 1000, "rssi": r[3]}
 
+    def line_chunks(self, size: int = 20_000) -> Iterator[list[str]]:
+        """Every record as one line of JSON (no newline), in arrival order, in chunks."""
+        c, macs, aps = self._c, self._macs, self._ap_ids
+        mal = self._malformed
+        k = 0
+        for lo in range(0, max(len(c["ts_ms"]), 1), size):
+            hi = min(lo + size, len(c["ts_ms"]))
+            ts = c["ts_ms"][lo:hi]
+            valid = [
+                f'{{"device": "{macs[m]}", "ap": "{aps[a]}", "ts": {t}.{ms:03d}, "rssi": {r}}}'
+                for m, a, t, ms, r in zip(c["mac"][lo:hi].tolist(), c["ap"][lo:hi].tolist(),
+                                          (ts // 1000).tolist(), (ts % 1000).tolist(),
+                                          c["rssi"][lo:hi].tolist(), strict=True)
+            ]
+            last = hi >= len(c["ts_ms"])
+            if k < len(mal) and (mal[k][0] < hi or last):
+                out: list[str] = []
+                j = 0
+                while k < len(mal) and (mal[k][0] < hi or last):
+                    pos = mal[k][0] - lo
+                    out.extend(valid[j:pos])
+                    j = max(j, pos)
+                    out.append(json.dumps(mal[k][1]))
+                    k += 1
+                out.extend(valid[j:])
+                valid = out
+            yield valid
+
     def lines(self) -> Iterator[str]:
         """Every record as one line of JSON (no newline), in arrival order."""
-        for r in self._rows():
-            if isinstance(r, dict):
-                yield json.dumps(r)
-            else:
-                t = r[2]
-                yield (f'{{"device": "{r[0]}", "ap": "{r[1]}", '
-                       f'"ts": {t // 1000}.{t % 1000:03d}, "rssi": {r[3]}}}')
+        for chunk in self.line_chunks():
+            yield from chunk
 
     def records(self) -> Iterator[tuple[bytes | None, bytes, float]]:
         """``(key, value, arrival_ts)`` for Kafka: key = device MAC, value = JSON bytes."""
@@ -346,16 +369,10 @@ class Simulation:
         path = Path(path)
         bar = _bar(len(self), "writing", progress)
         with path.open("w", encoding="utf-8") as f:
-            buf = []
-            for line in self.lines():
-                buf.append(line)
-                if len(buf) >= 10_000:
-                    f.write("\n".join(buf) + "\n")
-                    bar.update(len(buf))
-                    buf.clear()
-            if buf:
-                f.write("\n".join(buf) + "\n")
-                bar.update(len(buf))
+            for chunk in self.line_chunks():
+                if chunk:
+                    f.write("\n".join(chunk) + "\n")
+                    bar.update(len(chunk))
         bar.close()
         truth_path = truth_path_for(path)
         truth = dict(self.truth)
