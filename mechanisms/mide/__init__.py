@@ -20,9 +20,10 @@ Stable API for the pipeline (the MIDE agent)::
 ``counts`` and ``thresholds`` are 1-D arrays over mutually exclusive predicates (e.g. the
 locations of one tick, or locations × hourly windows). Record ``result`` with
 :func:`mechanisms.mide.accounting.record_result` in the internal
-:class:`mechanisms.accounting.PredicateLedger` and charge ``epsilon_spent`` to the budget. β-FNR holds per predicate for
-"tslm", "ppwlm" and "dppwlm"; "naive" is the baseline without it. The unit of privacy is
-the one of the counts' sensitivity (event-level: one device, one tick, for occupancy).
+:class:`mechanisms.accounting.PredicateLedger` and charge ``epsilon_spent`` to the budget.
+β-FNR holds per predicate for "tslm", "ppwlm" and "dppwlm"; "naive" is the baseline
+without it. The unit of privacy is the one of the counts' sensitivity (event-level: one
+device, one tick, for occupancy).
 
 Also here:
 
