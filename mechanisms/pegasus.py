@@ -203,7 +203,7 @@ class PegasusState:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of array data (what :meth:`to_bytes` stores, minus a 20-byte header)."""
+        """Bytes of array data (:meth:`to_bytes` adds a 19-byte header)."""
         return int(sum(getattr(self, f).nbytes for f in self._fields))
 
     def __eq__(self, other: object) -> bool:
