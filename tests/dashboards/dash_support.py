@@ -103,3 +103,23 @@ def get_json(url: str, *, token: str | None = TOKENS.admin, method: str = "GET"
     status, headers, body = call(url, token=token, method=method)
     assert headers.get("Content-Type", "").startswith("application/json"), (status, body[:200])
     return status, json.loads(body)
+
+
+def run_async(coro: Any, timeout_s: float = 120.0) -> Any:
+    """``asyncio.run`` in a fresh thread (Playwright's sync API keeps a loop in this one)."""
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            out["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise TimeoutError("coroutine did not finish")
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def seeded(served: Any, redis_client: Any, campus: Any) -> dict[str, Any]:
-    w = seed(redis_client, campus, days=2, last_day_ticks=40)
+    w = seed(redis_client, campus, days=3, last_day_ticks=40)
     return {"url": served.url, "written": w, "site": campus}
 
 

@@ -35,7 +35,7 @@ def _classes(page: Any) -> dict[str, str]:
 
 @pytest.fixture
 def seeded(served: Any, redis_client: Any, campus: Any) -> dict[str, Any]:
-    w = seed(redis_client, campus, days=2, last_day_ticks=24)
+    w = seed(redis_client, campus, days=3, last_day_ticks=24)
     return {"url": served.url, "written": w, "site": campus}
 
 

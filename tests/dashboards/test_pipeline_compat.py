@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
+from dash_support import run_async
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def test_readmodel_over_the_pipeline_cache_writer(redis_url: str, redis_client: 
         finally:
             await client.aclose()
 
-    snap, alerts, ledger = asyncio.run(scenario())
+    snap, alerts, ledger = run_async(scenario())
     assert snap["tick"] == day0 + 2 * 86400
     v = snap["values"][ids[0]]
     assert v["value"] == 12.0 and v["class"] is not None and v["interval"]["low"] < 12.0

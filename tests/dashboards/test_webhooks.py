@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from dash_support import run_async
 
 from dashboards.synthetic import write_alert
 from dashboards.webhooks import (
@@ -112,7 +113,7 @@ def test_each_alert_delivered_once_signed_with_retries(redis_url: str, redis_cli
         await rec.stop()
         return rec, d
 
-    rec, d = asyncio.run(scenario())
+    rec, d = run_async(scenario())
     assert rec.bad_signatures == 0
     assert [s["alert"]["id"] for s in rec.seen] == ids  # each once, in order
     assert all(a == 3 for a in rec.attempts.values())  # 2 failures + 1 success
@@ -135,7 +136,7 @@ def test_failing_receiver_is_retried_then_dead_lettered_nothing_lost(
         await rec.stop()
         return rec
 
-    rec = asyncio.run(down())
+    rec = run_async(down())
     assert all(n == 3 for n in rec.attempts.values()) and len(rec.attempts) == 3
     letters = [json.loads(x) for x in redis_client.lrange(rl.webhook_dlq("down"), 0, -1)]
     assert [x["alert"]["id"] for x in letters] == ids
@@ -154,7 +155,7 @@ def test_failing_receiver_is_retried_then_dead_lettered_nothing_lost(
         await rec.stop()
         return rec
 
-    rec = asyncio.run(gone())
+    rec = run_async(gone())
     assert list(rec.attempts.values()) == [1]
     assert json.loads(redis_client.lindex(rl.webhook_dlq("down"), -1))["alert"]["id"] == more
 
@@ -168,7 +169,7 @@ def test_failing_receiver_is_retried_then_dead_lettered_nothing_lost(
         await rec.stop()
         return rec
 
-    rec = asyncio.run(restart())
+    rec = run_async(restart())
     assert [s["alert"]["id"] for s in rec.seen] == [last]
 
 
@@ -183,7 +184,7 @@ def test_network_error_is_retried(redis_url: str, redis_client: Any) -> None:
         await _drain(d, 1)
         return d
 
-    d = asyncio.run(scenario())
+    d = run_async(scenario())
     assert d.dead_lettered == 1
     letter = json.loads(redis_client.lindex(rl.webhook_dlq("nohost"), 0))
     assert "Connect" in letter["error"] or "connect" in letter["error"]
