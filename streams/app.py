@@ -43,7 +43,7 @@ from streams.buildings import Site, load_site
 from streams.cache import CacheWriter
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.occupancy import OccupancyState
-from streams.pipeline.presence import PartitionState, StageConfig
+from streams.pipeline.presence import PartitionState, StageConfig, marker
 from streams.pipeline.release import Releaser, release_record
 from streams.settings import Settings
 
@@ -94,6 +94,10 @@ class Pipeline:
         self._cache: CacheWriter | None = None
         self._cas: Any = None
         self._consumer: Any = None
+        self._producer: Any = None
+        self._stall_tick: float | None = None
+        self._stall_since = time.monotonic()
+        self._marker_sent: dict[int, float] = {}  # partition → last marker ts
         self.events_in = 0
         self.ticks_out = 0
         self.started = time.monotonic()
@@ -106,7 +110,9 @@ class Pipeline:
         if self._redis is None:
             import redis.asyncio as aredis
 
-            self._redis = aredis.Redis.from_url(self.s.redis_url)
+            self._redis = aredis.Redis.from_url(
+                self.s.redis_url, socket_connect_timeout=30, socket_timeout=60,
+                health_check_interval=30)
             self._cas = self._redis.register_script(_CAS)
             self._cache = CacheWriter(
                 self._redis, self.site.location_ids, tick_s=self.s.tick_s,
@@ -114,6 +120,32 @@ class Pipeline:
             await self._cache.write_meta(
                 {m: self.releaser.meta(m) for m in self.releaser.mechanisms})
         return self._redis
+
+    async def send(self, topic: str, key: bytes | None, value: bytes,
+                   partition: int | None = None) -> None:
+        """Queue one output record (delivery is awaited by :meth:`flush`)."""
+        if self._producer is None:
+            from aiokafka import AIOKafkaProducer
+
+            self._producer = AIOKafkaProducer(
+                bootstrap_servers=self.s.kafka_bootstrap, linger_ms=2,
+                max_batch_size=1 << 20, max_request_size=16 << 20)
+            await self._producer.start()
+        await self._producer.send(topic, value, key=key, partition=partition)
+
+    async def flush(self) -> None:
+        """Wait until the broker has every queued output record."""
+        if self._producer is not None:
+            await self._producer.flush()
+
+    async def close(self) -> None:
+        """Stop the producer and the Redis client."""
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
 
     @property
     def cache(self) -> CacheWriter:
@@ -143,8 +175,8 @@ class Pipeline:
         self.presence[p] = st
         return st
 
-    async def presence_batch(self, events: list[Any], partial_topic: Any,
-                             dlq_topic: Any) -> None:
+    async def presence_batch(self, events: list[Any], partial_topic: str,
+                             dlq_topic: str) -> None:
         """Process one batch of Faust ``wifi.observations`` events (partitions mixed)."""
         by_p: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
         for ev in events:
@@ -153,7 +185,7 @@ class Pipeline:
         await self.presence_records(by_p, partial_topic, dlq_topic)
 
     async def presence_records(self, by_p: dict[int, list[tuple[int, bytes]]],
-                               partial_topic: Any, dlq_topic: Any) -> dict[int, int]:
+                               partial_topic: str, dlq_topic: str) -> dict[int, int]:
         """Process records per partition, send outputs, checkpoint; return new offsets."""
         touched = []
         for p, recs in by_p.items():
@@ -163,20 +195,20 @@ class Pipeline:
                              ttl_step if self.cfg.track_ttl else None)
             self.events_in += res.processed
             for d in res.dlq:
-                await dlq_topic.send(value=d)
+                await self.send(dlq_topic, None, d)
             for part in res.partials:
                 key = str(int(part.tick) if part.tick.is_integer() else part.tick).encode()
-                await partial_topic.send(
-                    key=key, value=part.to_json(self.s.partitions, self.site.id))
+                await self.send(partial_topic, key,
+                                part.to_json(self.s.partitions, self.site.id))
             touched.append((st, bool(res.dlq)))
-        await self.app.producer.flush()
+        await self.flush()
         for st, dlq in touched:
             await self._save("presence", st.partition, st.offset, st.to_bytes())
             if dlq:
                 await self.cache.write_dlq_counts(self.s.app_id, st.partition, st.dlq_counts)
         return {st.partition: st.offset for st, _ in touched}
 
-    async def direct_ingest(self, topic: str, partial_topic: Any, dlq_topic: Any) -> None:
+    async def direct_ingest(self, topic: str, partial_topic: str, dlq_topic: str) -> None:
         """observe/presence with a batched aiokafka consumer group (the fast path).
 
         Faust's per-event stream machinery caps a Python worker at a few thousand
@@ -196,6 +228,8 @@ class Pipeline:
                     pipe.presence.pop(tp.partition, None)
 
             async def on_partitions_assigned(self, assigned: Any) -> None:
+                # a failure here is safe: the first batch of a partition loads its
+                # checkpoint anyway and skips what it already includes
                 for tp in assigned:
                     pipe.presence.pop(tp.partition, None)
                     data = await pipe._load("presence", tp.partition)
@@ -241,7 +275,7 @@ class Pipeline:
             await consumer.stop()
 
     # ---- occupancy + release ---------------------------------------------------------
-    async def occupancy_batch(self, events: list[Any], topics: dict[str, Any]) -> None:
+    async def occupancy_batch(self, events: list[Any], topics: dict[str, str]) -> None:
         """Process a batch of partials; release every tick that became final."""
         recs = sorted((ev.message.offset, ev.message.value) for ev in events)
         if not recs:
@@ -271,26 +305,59 @@ class Pipeline:
             done = await self.cache.done(out)
             tk = str(int(ft.tick)).encode()
             if not done:
-                await topics["true"].send(key=tk, value=json.dumps(
+                await self.send(topics["true"], tk, json.dumps(
                     {"tick": ft.tick, "site": self.site.id,
                      "counts": dict(zip(self.site.location_ids, ft.counts, strict=False))}
                 ).encode())
                 for rel in out.releases:
                     for loc, v in zip(self.site.location_ids, rel.values, strict=False):
-                        await topics["released"].send(key=f"{rel.mechanism}:{loc}".encode(),
-                                                      value=release_record(rel, loc, v))
+                        await self.send(topics["released"], f"{rel.mechanism}:{loc}".encode(),
+                                        release_record(rel, loc, v))
+                    for node, vals in rel.extra.items():
+                        await self.send(topics["released"], f"{rel.mechanism}:{node}".encode(),
+                                        release_record(rel, node, vals[0]))
                 for alert in out.alerts:
-                    await topics["alerts"].send(key=alert["location"].encode(),
-                                                value=json.dumps(alert).encode())
+                    await self.send(topics["alerts"], alert["location"].encode(),
+                                    json.dumps(alert).encode())
                 for rec in out.ledger:
-                    await topics["ledger"].send(key=rec["mechanism"].encode(),
-                                                value=json.dumps(rec).encode())
-        await self.app.producer.flush()
+                    await self.send(topics["ledger"], rec["mechanism"].encode(),
+                                    json.dumps(rec).encode())
+        await self.flush()
         for ft, out in outputs:
             await self.cache.write_tick(out, ft.counts if self.s.eval_mode else None)
             self.ticks_out += 1
             self.last_tick = ft.tick
         await self._save("occupancy", p, st.offset, st.to_bytes())
+
+    async def idle_check(self, obs_topic: str) -> None:
+        """Unblock ticks held back by idle input partitions (e.g. at night).
+
+        When the next tick has not become final for ``idle_s`` wall seconds, each
+        partition it still waits for gets a watermark marker carrying the largest event
+        time any partition has reported (:func:`~streams.pipeline.presence.marker`).
+        """
+        st = self.occupancy
+        if st is None or st.partitions is None:
+            return
+        now = time.monotonic()
+        if st.next_tick != self._stall_tick:
+            self._stall_tick, self._stall_since = st.next_tick, now
+            return
+        if now - self._stall_since < self.s.idle_s:
+            return
+        g = max(st.max_ts.values(), default=0.0)
+        if g <= 0:
+            return
+        sent = []
+        for p in st.blocking():
+            if st.max_ts.get(str(p), 0.0) >= g or self._marker_sent.get(p) == g:
+                continue
+            await self.send(obs_topic, b"__watermark__", marker(g), partition=p)
+            self._marker_sent[p] = g
+            sent.append(p)
+        if sent:
+            await self.flush()
+            log.info("idle partitions %s: watermark marker %.0f sent", sent, g)
 
     # ---- health ---------------------------------------------------------------------
     async def health(self) -> dict[str, Any]:
@@ -365,27 +432,39 @@ def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, 
     t_dlq = app.topic(settings.topic("wifi.observations.dlq"), partitions=1, **raw)
     t_partial = app.topic(settings.topic("occupancy.partial"), partitions=1, **raw)
     outs = {
-        "true": app.topic(settings.topic("occupancy.true"), partitions=1, **raw),
-        "released": app.topic(settings.topic("occupancy.released"), partitions=1, **raw),
-        "alerts": app.topic(settings.topic("alerts.firecode"), partitions=1, **raw),
-        "ledger": app.topic(settings.topic("privacy.ledger"), partitions=1, **raw),
+        "true": settings.topic("occupancy.true"),
+        "released": settings.topic("occupancy.released"),
+        "alerts": settings.topic("alerts.firecode"),
+        "ledger": settings.topic("privacy.ledger"),
     }
+    n_partial, n_dlq = t_partial.get_topic_name(), t_dlq.get_topic_name()
 
     if settings.ingest == "faust":
         @app.agent(t_obs, name="presence")
         async def presence(stream: Any) -> None:
             async for events in stream.take_events(settings.batch_max,
                                                    within=settings.batch_within_s):
-                await pipe.presence_batch(list(events), t_partial, t_dlq)
+                await pipe.presence_batch(list(events), n_partial, n_dlq)
     else:
         @app.task
         async def presence_direct() -> None:
-            await pipe.direct_ingest(t_obs.get_topic_name(), t_partial, t_dlq)
+            await pipe.direct_ingest(t_obs.get_topic_name(), n_partial, n_dlq)
 
     @app.agent(t_partial, name="occupancy")
     async def occupancy(stream: Any) -> None:
         async for events in stream.take_events(1000, within=0.05):
             await pipe.occupancy_batch(list(events), outs)
+
+    @app.service
+    class Closer(faust.Service):  # type: ignore[misc]
+        """Closes the pipeline's producer and Redis client when the app stops."""
+
+        async def on_stop(self) -> None:
+            await pipe.close()
+
+    @app.timer(interval=1.0)
+    async def idle() -> None:
+        await pipe.idle_check(t_obs.get_topic_name())
 
     @app.timer(interval=settings.metrics_interval_s)
     async def metrics() -> None:

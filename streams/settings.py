@@ -77,6 +77,7 @@ class Settings:
     budget_epsilon_day: float = 0.0
     eval_mode: bool = False
     retention_ticks: int = 2016
+    idle_s: float = 10.0
     ingest: str = "direct"
     batch_max: int = 20000
     batch_within_s: float = 0.2
@@ -281,7 +282,7 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     for name in ("tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
                  "mide_alpha", "mide_epsilon_max", "capacity_factor", "budget_epsilon_tick",
                  "retention_ticks", "batch_max", "batch_within_s", "session_timeout_s",
-                 "heartbeat_s", "metrics_interval_s"):
+                 "heartbeat_s", "metrics_interval_s", "idle_s"):
         _positive(s, name, src)
     if s.lateness_s < 0:
         raise ConfigError(f"lateness_s must be >= 0, not {s.lateness_s!r}")

@@ -52,6 +52,7 @@ class OccupancyState:
     next_tick: float | None = None
     mech: dict[str, str] = field(default_factory=dict)
     released: int = 0
+    max_ts: dict[str, float] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Compressed JSON snapshot."""
@@ -88,12 +89,23 @@ class OccupancyState:
                 continue  # not ours; partials are produced only by the presence stage
             if self.partitions is None:
                 self.partitions = n
+            self.max_ts[p] = max(self.max_ts.get(p, 0.0), float(rec.get("max_ts") or 0.0))
             self.first.setdefault(p, first)
             if self.next_tick is not None and tick < self.next_tick:
                 continue  # a replayed partial of a tick already final
             slot = self.pending.setdefault(_k(tick), {})
             slot.setdefault(p, [counts, ttl])  # first one wins (replays are identical)
         return self._finalise(tick_s)
+
+    def blocking(self) -> list[int]:
+        """Partitions the next tick waits for (none announced yet counts as waiting)."""
+        if self.partitions is None:
+            return []
+        missing = [p for p in range(self.partitions) if str(p) not in self.first]
+        if missing or self.next_tick is None:
+            return missing
+        slot = self.pending.get(_k(self.next_tick), {})
+        return [int(p) for p, f in self.first.items() if self.next_tick >= f and p not in slot]
 
     def _finalise(self, tick_s: float) -> list[FinalTick]:
         if self.partitions is None or len(self.first) < self.partitions:

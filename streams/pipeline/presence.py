@@ -42,6 +42,28 @@ from streams.schema import EventClock, Invalid, decode, validate
 
 _MAC_LIKE = re.compile(r"(?i)(?:[0-9a-f]{2}[:\-.]?){5}[0-9a-f]{2}")
 REDACTED = "<redacted>"
+#: Watermark marker records on ``wifi.observations`` start with this (see :func:`marker`).
+WATERMARK_PREFIX = b'{"watermark":'
+
+
+def marker(ts: float) -> bytes:
+    """A watermark marker record: advances a partition's event clock to ``ts``.
+
+    The occupancy stage appends one to a partition that has been idle while the others
+    moved on (e.g. at night), with ``ts`` an event time another partition has already
+    seen, so the idle partition's clock never passes the global event clock. The marker
+    is in the partition's log, so replays see it at the same place (deterministic).
+    It is not an observation: it is neither counted nor dead-lettered.
+    """
+    return WATERMARK_PREFIX + json.dumps(float(ts)).encode() + b"}"
+
+
+def _marker(raw: bytes) -> float | None:
+    try:
+        v = float(json.loads(raw)["watermark"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return v if math.isfinite(v) else None
 MAX_RAW_CHARS = 2000
 
 
@@ -74,12 +96,13 @@ class Partial:
     first_tick: float
     counts: list[int]
     ttl: list[int]
+    max_ts: float = 0.0
 
     def to_json(self, partitions: int, site: str) -> bytes:
         """Record value for ``occupancy.partial``."""
         return json.dumps(
             {"tick": self.tick, "partition": self.partition, "partitions": partitions,
-             "first_tick": self.first_tick, "site": site,
+             "first_tick": self.first_tick, "site": site, "max_ts": self.max_ts,
              "counts": self.counts, "ttl": self.ttl},
             separators=(",", ":"),
         ).encode()
@@ -183,6 +206,12 @@ class PartitionState:
                 out.skipped += 1
                 continue
             last = off
+            if raw[:13] == WATERMARK_PREFIX:
+                wm_ts = _marker(raw)
+                if wm_ts is not None:
+                    if clock.max_ts is None or wm_ts > clock.max_ts:
+                        clock.max_ts = wm_ts
+                    continue
             out.processed += 1
             obs = validate(raw, ap_location, clock)
             if isinstance(obs, Invalid):
@@ -226,18 +255,22 @@ class PartitionState:
 
     def _finalise(self, cfg: StageConfig, track_ttl: bool) -> list[Partial]:
         wm = self.watermark(cfg.lateness_s)
-        if wm is None or self.min_ts is None:
+        if wm is None:
             return []
         tick_s = cfg.tick_s
         if self.next_k is None:
-            self.first_k = self.next_k = math.ceil(self.min_ts / tick_s)
+            # before the first admitted event nothing is present; a partition that only
+            # saw markers reports zeros from its first final tick on
+            start = self.min_ts if self.min_ts is not None else wm
+            self.first_k = self.next_k = math.ceil(start / tick_s)
         n_loc = len(cfg.location_index)
         out = []
         while self.next_k * tick_s < wm:
             t = self.next_k * tick_s
             counts = _count(self.devices, t, cfg.validity_s, n_loc)
             ttl = _count(self.ttl_devices, t, cfg.validity_s, n_loc) if track_ttl else []
-            out.append(Partial(t, self.partition, self.first_k * tick_s, counts, ttl))
+            out.append(Partial(t, self.partition, self.first_k * tick_s, counts, ttl,
+                               float(self.max_ts or 0.0)))
             self.next_k += 1
         if out:
             horizon = self.next_k * tick_s  # the next tick to finalise
