@@ -135,3 +135,16 @@ def test_fast_occupancy_equals_the_oracle() -> None:
     ticks = np.arange(sim.start_ts + 3600, sim.start_ts + 7200, 300.0)
     assert np.array_equal(sim.occupancy(ticks=ticks, method="fast").counts,
                           sim.occupancy(ticks=ticks, method="oracle").counts)
+
+
+def test_lunch_peak_in_the_cafe(week: Simulation, week_occupancy: OccupancyTable) -> None:
+    (cafe,) = [loc.id for loc in week.site.locations if loc.name == "Café"]
+    j = week_occupancy.locations.index(cafe)
+    hour = _hour_of_day(week, week_occupancy.ticks)
+    weekday = week_occupancy.ticks < week.start_ts + 5 * DAY_S
+    counts = week_occupancy.counts[:, j]
+
+    def mean(h0: int, h1: int) -> float:
+        return float(counts[weekday & (hour >= h0) & (hour < h1)].mean())
+
+    assert mean(12, 14) > 1.3 * max(mean(9, 11), mean(15, 17))
