@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -130,18 +131,20 @@ def seed(
         if hist_rows:
             write_baselines(client, mech, ids, released[:hist_rows], ticks[:hist_rows], tick_s)
         pipe = client.pipeline(transaction=False)
-        for i, t_np in enumerate(ticks):
-            t = float(t_np)
-            doc_t = int(t)
-            for j, loc in enumerate(ids):
-                pipe.zadd(rl.series(mech, loc),
-                          {json.dumps({"tick": doc_t, "value": float(released[i, j])}): t})
-            pipe.zadd(rl.ticks(mech), {str(doc_t): t})
-            if mech != "ttl":
-                day = np.datetime_as_string(np.datetime64(int(t), "s"), unit="D")
-                pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(
-                    {"mechanism": mech, "tick": doc_t, "epsilon": eps})})
-                pipe.hincrbyfloat(rl.ledger_spent(str(day)), mech, eps)
+        tick_list = [float(t) for t in ticks]
+        for j, loc in enumerate(ids):  # one ZADD per location with every tick
+            pipe.zadd(rl.series(mech, loc), {
+                json.dumps({"tick": int(t), "value": float(v)}): t
+                for t, v in zip(tick_list, released[:, j].tolist(), strict=True)})
+        pipe.zadd(rl.ticks(mech), {str(int(t)): t for t in tick_list})
+        spent_by_day: dict[str, float] = {}
+        for t in tick_list if mech != "ttl" else []:
+            pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(
+                {"mechanism": mech, "tick": int(t), "epsilon": eps})})
+            day = time.strftime("%Y-%m-%d", time.gmtime(t))
+            spent_by_day[day] = spent_by_day.get(day, 0.0) + eps
+        for day, spent in spent_by_day.items():
+            pipe.hincrbyfloat(rl.ledger_spent(day), mech, spent)
         for j, loc in enumerate(ids):
             pipe.hset(rl.latest(mech), loc,
                       json.dumps({"tick": int(ticks[-1]), "value": float(released[-1, j])}))

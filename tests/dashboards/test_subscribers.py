@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import queue
 import subprocess
 import sys
-import time
+import threading
 from typing import Any
 
 import pytest
@@ -17,14 +17,22 @@ from dashboards.synthetic import write_alert
 pytestmark = pytest.mark.e2e
 
 
-def _readline(proc: subprocess.Popen[str], timeout_s: float) -> str:
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if sel.select(timeout=0.2):
-            return proc.stdout.readline()  # type: ignore[union-attr]
-    raise AssertionError("no line from occustream alerts within the timeout")
+class Lines:
+    """Lines of a subprocess's stdout, read by a thread (no select/buffering races)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.q: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
+
+    def _pump(self, proc: subprocess.Popen[str]) -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            self.q.put(line)
+
+    def next(self, timeout_s: float) -> str:
+        try:
+            return self.q.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError("no line from occustream alerts within the timeout") from None
 
 
 def test_alerts_follow_prints_alerts_as_they_arrive(redis_url: str, redis_client: Any) -> None:
@@ -34,13 +42,14 @@ def test_alerts_follow_prints_alerts_as_they_arrive(redis_url: str, redis_client
     proc = subprocess.Popen([sys.executable, "-m", "streams.cli", "alerts", "--follow", "--json",
                              "--last", "1"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    lines = Lines(proc)
     try:
-        first = json.loads(_readline(proc, 15))
+        first = json.loads(lines.next(20))
         assert first["id"] == old
         ids = [write_alert(redis_client, {"tick": 1_790_000_300 + i, "location": "hall-110",
                                           "capacity": 150, "algorithm": "PPWLM", "beta": 0.01,
                                           "ex_post_epsilon": 0.31}) for i in range(3)]
-        got = [json.loads(_readline(proc, 10)) for _ in ids]
+        got = [json.loads(lines.next(10)) for _ in ids]
         assert [g["id"] for g in got] == ids
         assert all("ex_post_epsilon" not in g for g in got)
     finally:
