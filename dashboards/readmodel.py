@@ -203,12 +203,15 @@ class ReadModel:
         hi = "+inf" if end is None else end
         kw = {"start": 0, "num": limit} if limit else {}
         rows = await self.client.zrangebyscore(rl.series(mech, location), lo, hi, **kw)
-        out = []
-        for r in rows:
-            doc = _loads(r)
-            if isinstance(doc, dict):
-                out.append({"tick": doc.get("tick"), "value": doc.get("value")})
-        return out
+        if not rows:
+            return []
+        try:  # one parse of the whole range (members are JSON objects by the layout)
+            docs = json.loads(b"[" + b",".join(rows) + b"]")
+        except ValueError:
+            docs = [_loads(r) for r in rows]
+        # only the public fields, whatever else a writer may have put in a member
+        return [{"tick": d.get("tick"), "value": d.get("value")} for d in docs
+                if isinstance(d, dict)]
 
     # -- alerts -------------------------------------------------------------------------
     async def alerts(self, limit: int = 100, after: str | None = None) -> list[dict[str, Any]]:
