@@ -441,6 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     if args.redis_url:
         env["REDIS_URL"] = args.redis_url
+    if args.port == 0:
+        from streams.services import free_port
+
+        args.port = free_port()
     with running_services(kafka=False, redis=True, env=env) as services:
         url = services.redis_url or ""
         if args.synthetic:
