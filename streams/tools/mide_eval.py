@@ -634,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         "eps_post",
         "gamma",
         "eps",
+        "denied",
     ]
     md = [f"# MIDE evaluation ({args.runs} runs per cell, seed {args.seed})", ""]
     for name, rows, cols in (
@@ -648,8 +649,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "tables.md").write_text("\n".join(md) + "\n")
     if main_rows:
         print(
-            "MIDE at β = 0.05, α = 1 (ε* = ex-post DP, γ = min-entropy in nats; "
-            "columns averaged over runs)"
+            "MIDE at β = 0.05, α = 1 (eps_post = ex-post DP ε*, gamma = min-entropy γ in "
+            "nats, eps = worst-case ε; averaged over runs; n/a: no positives or denied)"
         )
         print(markdown(main_rows, cols_main))
     if "plots" not in skip and main_rows and sa and sb:
