@@ -81,7 +81,8 @@ __all__ = [
 Smoother = Literal["average", "median", "js"]
 SMOOTHERS: tuple[str, ...] = ("average", "median", "js")
 
-_MAGIC = b"PGS1"
+_MAGIC = b"PGS2"
+_SENTINEL = np.iinfo(np.int32).max  # fills unused columns of the sorted noisy history
 _HEADER = struct.Struct("<4sIHBq")  # magic, n_locations, cap, flags, last_tick
 
 
@@ -179,9 +180,12 @@ class PegasusState:
         group_len: members of the current group (0: no group yet).
         group_open: whether the current group is open.
         threshold: θ̃ of the open group (meaningless when closed).
-        true_hist: true counts of the current group, shape (L, cap) or (L, 0).
+        true_hist: true counts of the current group in its first ``group_len`` columns,
+            zeros after them, shape (L, cap) (or (L, 0) without grouping).
+        true_sum: Σ of the true counts of the current group.
         noisy_sum: Σ c̃ over the current group.
-        noisy_hist: c̃ of the current group for the median smoother, (L, cap) or (L, 0).
+        noisy_hist: c̃ of the current group **sorted ascending**, padded with int32 max,
+            for the median smoother, shape (L, cap) (or (L, 0) for other smoothers).
         last_tick: last tick processed (−1: none, or ticks not given).
     """
 
@@ -189,11 +193,13 @@ class PegasusState:
     group_open: np.ndarray
     threshold: np.ndarray
     true_hist: np.ndarray
+    true_sum: np.ndarray
     noisy_sum: np.ndarray
     noisy_hist: np.ndarray
     last_tick: int = -1
     _fields: ClassVar[tuple[str, ...]] = (
-        "group_len", "group_open", "threshold", "true_hist", "noisy_sum", "noisy_hist",
+        "group_len", "group_open", "threshold", "true_hist", "true_sum", "noisy_sum",
+        "noisy_hist",
     )
 
     @property
@@ -245,6 +251,7 @@ class PegasusState:
             ("group_open", "?", (n,)),
             ("threshold", "<f8", (n,)),
             ("true_hist", "<i4", (n, th)),
+            ("true_sum", "<i8", (n,)),
             ("noisy_sum", "<i8", (n,)),
             ("noisy_hist", "<i4", (n, nh)),
         ]
@@ -292,33 +299,49 @@ def initialize(n_locations: int, config: PegasusConfig) -> PegasusState:
         group_open=np.zeros(n, dtype=bool),
         threshold=np.zeros(n, dtype=np.float64),
         true_hist=np.zeros((n, config.history_len), dtype=np.int32),
+        true_sum=np.zeros(n, dtype=np.int64),
         noisy_sum=np.zeros(n, dtype=np.int64),
-        noisy_hist=np.zeros((n, config.noisy_history_len), dtype=np.int32),
+        noisy_hist=np.full((n, config.noisy_history_len), _SENTINEL, dtype=np.int32),
     )
 
 
-def _deviation(hist: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Deviation Σ|x − mean| over the first ``lens[i]`` entries of each row of ``hist``.
+def _candidate_deviation(
+    true_hist: np.ndarray, glen: np.ndarray, true_sum: np.ndarray, counts: np.ndarray, k: int
+) -> np.ndarray:
+    """dev(G ∪ {t}) per row: Σ|x − mean| over the group's counts and this tick's count.
 
-    Exact integer arithmetic: dev = Σ|n·x − S| / n with S = Σx, n = lens[i]; only
-    rows with lens > 0 and the columns some row uses are touched.
+    Exact integer arithmetic with n = |G| + 1 and S = Σ(G) + c_t: n·dev = Σ|n·x − S|.
+    The history is zero-padded after ``glen`` columns, so over the first ``k`` columns
+    each padding entry adds |0 − S| = S, which is subtracted again (valid for rows with
+    glen ≤ k; other rows are not open and their value is unused).
     """
-    out = np.zeros(hist.shape[0], dtype=np.float64)
-    rows = np.flatnonzero(lens > 0)
-    if rows.size == 0:
-        return out
-    n = lens[rows].astype(np.int64)
-    k = int(n.max())
-    x = hist[rows, :k].astype(np.int64)
-    mask = np.arange(k)[None, :] < n[:, None]
-    x *= mask
-    total = x.sum(axis=1)
-    x *= n[:, None]
-    x -= total[:, None]
-    np.abs(x, out=x)
-    x *= mask
-    out[rows] = x.sum(axis=1) / n
-    return out
+    n = glen + 1
+    total_s = true_sum + counts
+    acc = np.abs(n * counts - total_s)
+    if k:
+        y = true_hist[:, :k].astype(np.int64)
+        y *= n[:, None]
+        y -= total_s[:, None]
+        np.abs(y, out=y)
+        acc += y.sum(axis=1) - (k - glen) * total_s
+    return acc / n
+
+
+def _insert_sorted(hist: np.ndarray, values: np.ndarray, rows: np.ndarray, k: int) -> None:
+    """In place: insert ``values[i]`` into sorted, sentinel-padded ``hist[i]`` where ``rows``.
+
+    Only the first k+1 columns can change (every joining row has at most k members).
+    """
+    sub = hist[:, : k + 1]
+    v = values.astype(np.int32)[:, None]
+    pos = np.count_nonzero(sub < v, axis=1)
+    pos[~rows] = k + 1  # no change
+    shifted = np.empty_like(sub)
+    shifted[:, 1:] = sub[:, :-1]
+    shifted[:, 0] = _SENTINEL
+    cols = np.arange(k + 1)[None, :]
+    np.copyto(sub, shifted, where=cols > pos[:, None])
+    np.copyto(sub, np.broadcast_to(v, sub.shape), where=cols == pos[:, None])
 
 
 def smooth(
@@ -334,7 +357,8 @@ def smooth(
         noisy: this tick's perturbed counts c̃_t.
         group_len: |G_t| including t (≥ 1).
         noisy_sum: Σ c̃ over G_t including t.
-        noisy_hist: c̃ over G_t in its first ``group_len`` columns (median only).
+        noisy_hist: c̃ over G_t sorted ascending in its first ``group_len`` columns
+            (median only).
         smoother: ``"average"``, ``"median"`` or ``"js"``.
     """
     n = group_len.astype(np.float64)
@@ -344,13 +368,13 @@ def smooth(
     elif smoother == "js":
         out = mean + (noisy - mean) / np.maximum(n, 1.0)
     elif smoother == "median":
-        cols = np.arange(noisy_hist.shape[1])
-        vals = np.where(cols[None, :] < group_len[:, None], noisy_hist, np.iinfo(np.int32).max)
-        srt = np.sort(vals, axis=1)
-        lo = np.clip((group_len.astype(np.int64) - 1) // 2, 0, max(noisy_hist.shape[1] - 1, 0))
-        hi = np.clip(group_len.astype(np.int64) // 2, 0, max(noisy_hist.shape[1] - 1, 0))
-        rows = np.arange(srt.shape[0])
-        out = (srt[rows, lo].astype(np.float64) + srt[rows, hi]) / 2 if srt.size else mean
+        if noisy_hist.shape[1] == 0:
+            raise InvalidParameterError("noisy_hist must have columns for the median smoother")
+        last = noisy_hist.shape[1] - 1
+        lo = np.clip((group_len.astype(np.int64) - 1) // 2, 0, last)
+        hi = np.clip(group_len.astype(np.int64) // 2, 0, last)
+        rows = np.arange(noisy_hist.shape[0])
+        out = (noisy_hist[rows, lo].astype(np.float64) + noisy_hist[rows, hi]) / 2
     else:
         raise InvalidParameterError(f"smoother must be one of {SMOOTHERS}, not {smoother!r}")
     return np.where(group_len <= 1, noisy.astype(np.float64), out)
@@ -414,20 +438,14 @@ def step(
     cap = int(config.max_group_len)
     glen = state.group_len.astype(np.int64)
     gopen = state.group_open
-    true_hist = state.true_hist.copy()
-    noisy_hist = state.noisy_hist.copy()
-    noisy_sum = state.noisy_sum.copy()
-    threshold = state.threshold.copy()
+    threshold = state.threshold
 
     if config.grouping:
         theta_draw = config.theta_value + rng.laplace(0.0, config.threshold_noise_scale, n)
         test_noise = rng.laplace(0.0, config.test_noise_scale, n)
         is_open = gopen & (glen > 0)
-        # candidate G ∪ {t} for open groups (open groups always have len < cap)
-        cand = true_hist.copy()
-        rows_open = np.flatnonzero(is_open)
-        cand[rows_open, glen[rows_open]] = counts[rows_open]
-        dev = _deviation(cand, np.where(is_open, glen + 1, 0))
+        k = int(glen[is_open].max()) if is_open.any() else 0
+        dev = _candidate_deviation(state.true_hist, glen, state.true_sum, counts, k)
         join = is_open & (dev + test_noise < threshold)
         close = is_open & ~join
         start = ~is_open
@@ -439,23 +457,33 @@ def step(
     join &= act
     close &= act
     start &= act
-
     single = start | close
+    reset = ~join  # rows whose history restarts (singletons) or empties (inactive)
+
     new_len = np.where(join, glen + 1, np.where(single, 1, 0))
     new_open = np.where(join, new_len < cap, np.where(start, cap > 1, False))
     new_threshold = np.where(start, theta_draw, threshold)
-    # histories: joiners append at column glen; singletons restart at column 0
+    new_sum = np.where(join, state.noisy_sum + noisy, np.where(single, noisy, 0))
+
+    true_hist = state.true_hist
+    true_sum = np.where(join, state.true_sum + counts, np.where(single, counts, 0))
     if true_hist.shape[1]:
+        true_hist = true_hist.copy()
         r = np.flatnonzero(join)
         true_hist[r, glen[r]] = counts[r]
+        r = np.flatnonzero(reset)
+        true_hist[r] = 0
         r = np.flatnonzero(single)
         true_hist[r, 0] = counts[r]
+    noisy_hist = state.noisy_hist
     if noisy_hist.shape[1]:
-        r = np.flatnonzero(join)
-        noisy_hist[r, glen[r]] = noisy[r]
+        noisy_hist = noisy_hist.copy()
+        if join.any():
+            _insert_sorted(noisy_hist, noisy, join, int(glen[join].max()))
+        r = np.flatnonzero(reset)
+        noisy_hist[r] = _SENTINEL
         r = np.flatnonzero(single)
         noisy_hist[r, 0] = noisy[r]
-    new_sum = np.where(join, noisy_sum + noisy, np.where(single, noisy, 0))
 
     released = smooth(noisy, new_len, new_sum, noisy_hist, config.smoother)
     released = np.where(act, released, 0.0)
@@ -464,6 +492,7 @@ def step(
         group_open=new_open.astype(bool),
         threshold=new_threshold.astype(np.float64),
         true_hist=true_hist,
+        true_sum=true_sum.astype(np.int64),
         noisy_sum=new_sum.astype(np.int64),
         noisy_hist=noisy_hist,
         last_tick=new_tick,
