@@ -70,7 +70,7 @@ class Settings:
     mide: bool = True
     mide_algorithm: str = "tslm"
     mide_beta: float = 0.05
-    mide_alpha: float = 5.0
+    mide_alpha: float = 3.0
     mide_epsilon_max: float = 1.0
     capacity_factor: float = 1.0
     budget_epsilon_tick: float = 5.0
