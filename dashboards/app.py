@@ -456,8 +456,11 @@ def main(argv: list[str] | None = None) -> int:
             if client.dbsize():
                 raise ConfigError("--synthetic needs an empty Redis (this one has data)")
             now = time.time()
-            days = 8 if len(the_site.locations) <= 300 else 2  # keep a campus quick to fill
-            seed(client, the_site, days=days, start=now - now % 86400 - (days - 1) * 86400,
+            small = len(the_site.locations) <= 300  # keep a campus quick to fill
+            days = 8 if small else 3
+            mechs = ("laplace", "pegasus", "hpegasus", "ttl") if small else ("laplace", "ttl")
+            seed(client, the_site, days=days, mechs=mechs,
+                 start=now - now % 86400 - (days - 1) * 86400,
                  last_day_ticks=int((now % 86400) // 300) + 1)
             client.close()
         hooks = []
