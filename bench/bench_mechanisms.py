@@ -56,10 +56,12 @@ def _warm_pegasus(cfg: pg.PegasusConfig, counts: np.ndarray, ticks: int) -> pg.P
     return state
 
 
-def _mae_ratio(smoother: str, eps: float, n_loc: int, seg: int) -> float:
+def _mae_ratio(smoother: str, eps: float, n_loc: int, seg: int, theta_x: float = 5) -> float:
+    """MAE(PeGaSus)/MAE(Laplace) at equal ε on 3 constant segments; θ = theta_x/ε_g."""
     rng = np.random.default_rng(1)
     counts = np.repeat(rng.integers(0, 40, (3, n_loc)), seg, axis=0)
-    cfg = pg.PegasusConfig(eps, smoother=smoother)  # type: ignore[arg-type]
+    theta = theta_x / (0.2 * eps)
+    cfg = pg.PegasusConfig(eps, smoother=smoother, theta=theta)  # type: ignore[arg-type]
     state = pg.initialize(n_loc, cfg)
     err = 0.0
     for t in range(counts.shape[0]):
@@ -114,8 +116,8 @@ def run(quick: bool = False) -> dict:
     out["hierarchical_target_ms"] = 50
 
     n_loc, seg = (300, 200) if quick else (1000, 400)
-    for smoother in ("average", "median", "js"):
-        out[f"mae_ratio_pegasus_{smoother}_vs_laplace_eps1_constant_segments"] = round(
-            _mae_ratio(smoother, 1.0, n_loc, seg), 3
-        )
+    for theta_x in (5, 20):
+        for smoother in ("average", "median", "js"):
+            key = f"mae_ratio_pegasus_{smoother}_theta{theta_x}_vs_laplace_eps1_constant_segments"
+            out[key] = round(_mae_ratio(smoother, 1.0, n_loc, seg, theta_x), 3)
     return out
