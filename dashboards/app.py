@@ -319,6 +319,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     sub = broker.subscribe(mech)
     try:
         await resp.write(sse_message("hello", {"role": request[ROLE_KEY]}))
+        last_id = request.headers.get("Last-Event-ID", "").strip()
+        if last_id:  # a reconnecting browser: replay the alerts it missed
+            rm: ReadModel = request.app[RM]
+            for alert in reversed(await rm.alerts(limit=1000, after=last_id)):
+                await resp.write(sse_message("alert", alert, event_id=alert["id"]))
         while True:
             try:
                 msg = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)

@@ -217,7 +217,11 @@ class ReadModel:
     async def alerts(self, limit: int = 100, after: str | None = None) -> list[dict[str, Any]]:
         """Newest alerts first (public fields, acknowledgement state)."""
         if after:
-            rows = await self.client.xrange(rl.ALERTS_STREAM, min=f"({after}", count=limit)
+            try:
+                rows = await self.client.xrange(rl.ALERTS_STREAM, min=f"({after}", count=limit)
+            except Exception as exc:  # noqa: BLE001 - redis: "Invalid stream ID"
+                raise InvalidParameterError(
+                    f"after must be an alert id like 1700000000000-0, not {after!r}") from exc
             rows = list(reversed(rows))
         else:
             rows = await self.client.xrevrange(rl.ALERTS_STREAM, count=limit)

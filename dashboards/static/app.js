@@ -364,7 +364,12 @@
     if (state.es) state.es.close();
     const q = `access_token=${encodeURIComponent(state.token)}${state.mech ? "&mech=" + encodeURIComponent(state.mech) : ""}`;
     const es = new EventSource(`/api/events?${q}`); state.es = es;
-    es.addEventListener("hello", () => setStatus("live", "live"));
+    let first = true;
+    es.addEventListener("hello", () => {
+      setStatus("live", "live");
+      if (!first && state.live) refreshAll().catch(() => {}); // catch up after a reconnect
+      first = false;
+    });
     es.addEventListener("tick", async (ev) => {
       const snap = JSON.parse(ev.data);
       if (!state.mechs.includes(snap.mech)) { await loadMechs(); if (!state.mech) return; }
