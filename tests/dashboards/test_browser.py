@@ -18,6 +18,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 CB_PALETTE = ["#313695", "#4575b4", "#74add1", "#abd9e9", "#e0f3f8", "#fee090", "#fdae61",
               "#f46d43", "#d73027", "#a50026"]
+VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58",
+           "#b5de2b", "#fde725"]
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -54,6 +56,11 @@ def test_heatmap_renders_every_location_of_each_floor(seeded: dict[str, Any], pa
                 cls, fill = cls_fill.split("|")
                 assert 1 <= int(cls) <= 10 and fill == CB_PALETTE[int(cls) - 1]
     assert page.inner_text("#legend").count("10") >= 1
+    # the palette is switchable (viridis: another colour-blind-safe scale)
+    page.select_option("#palette", "viridis")
+    for cls_fill in _classes(page).values():
+        cls, fill = cls_fill.split("|")
+        assert fill == VIRIDIS[int(cls) - 1]
     assert page.js_errors == []
 
 
