@@ -294,12 +294,13 @@ def write_report(
             label = f"{m} ({r.guarantee})"
             stacked_classes(ax, r.hours, r.per_class, label)
             ax.set_ylim(0, ymax * 1.05)
+        for ax in axes[:-1, 0]:
+            ax.set_xlabel("")
         axes[0, 0].legend(fontsize=6, ncols=6, loc="upper left", title="confidence")
         report.heading(f"{att} attacker", level=3)
         report.figure(
             fig, f"People localised per confidence class — {att} attacker", f"audit-{att}"
         )
-        (Path(out) / f"audit-{att}.png").parent.mkdir(parents=True, exist_ok=True)
     path = report.write(out, fmt, stem="audit")
     for kind, blk in report.blocks:
         if kind == "f":
