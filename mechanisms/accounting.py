@@ -351,8 +351,8 @@ class Accountant:
 
     def _worst_window_after(self, tick: int | None, extra: Budget) -> Budget:
         """Largest spending of any window affected if ``extra`` is added at ``tick``."""
-        if tick is None:
-            return self._window_spent(None) + extra
+        if tick is None:  # counts against every tick (every window)
+            return self.spent(None) + extra
         w = self.window_ticks or 1
         if w == 1:
             return self._window_spent(tick) + extra
@@ -656,8 +656,13 @@ class PredicateLedger:
         """
         vec = self._vector(epsilons)
         t = None if tick is None else int(tick)
-        cur = self._per_tick.get(t, np.zeros(len(self.predicates)))
-        static = self._per_tick.get(None, np.zeros(len(self.predicates))) if t is not None else 0
+        zero = np.zeros(len(self.predicates))
+        cur = self._per_tick.get(t, zero)
+        if t is None:  # tick-less spending counts against every tick: check the worst
+            others = [v for k, v in self._per_tick.items() if k is not None]
+            static = np.max(others, axis=0) if others else zero
+        else:
+            static = self._per_tick.get(None, zero)
         after = cur + vec + static
         if self.epsilon_max is not None and after.size and after.max() > self.epsilon_max + _TOL:
             i = int(np.argmax(after))

@@ -175,6 +175,10 @@ def test_predicate_ledger_thesis_example_and_cap() -> None:
     with pytest.raises(BudgetExhaustedError) as ei:
         led.record([0.0, 0.5], mechanism="m4", tick=0)
     assert ei.value.scope == "mide:room2"
+    with pytest.raises(BudgetExhaustedError):  # tick-less spending counts at every tick
+        led.record([0.2, 0.0], mechanism="m5")
+    led.record([0.05, 0.0], mechanism="m6")
+    assert led.ex_post_epsilon(1) == pytest.approx(0.95)
     with pytest.raises(InvalidParameterError):
         led.record({"nowhere": 0.1}, mechanism="m")
     with pytest.raises(InvalidParameterError):
