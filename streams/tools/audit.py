@@ -229,18 +229,27 @@ def audit(
 
 
 def summary_rows(results: Sequence[AuditResult]) -> tuple[list[str], list[list[object]]]:
-    """Attacker-success summary: person-ticks per confidence class over the day."""
+    """Attacker-success summary table.
+
+    Per (attacker, mechanism): person-ticks per confidence class over the attacked day,
+    the peak number of people localised with p > 0.5 at one time point, and the
+    person-ticks with p > 0.25 by day (07:00–19:00) and night.
+    """
     headers = [
         "attacker",
         "mechanism",
         "parameter",
         *[f"p {c}" for c in CONFIDENCE_LABELS],
         "p > 0.5 (max per tick)",
+        "p > 0.25 day",
+        "p > 0.25 night",
         "guarantee",
     ]
     rows = []
     for r in results:
         hi = r.per_class[:, 3:].sum(axis=1)
+        mid = r.per_class[:, 2:].sum(axis=1)
+        day = (r.hours >= ev.DAY_HOURS[0]) & (r.hours < ev.DAY_HOURS[1])
         rows.append(
             [
                 r.attacker,
@@ -248,6 +257,8 @@ def summary_rows(results: Sequence[AuditResult]) -> tuple[list[str], list[list[o
                 r.param,
                 *[float(x) for x in r.total],
                 float(hi.max()) if hi.size else 0.0,
+                float(mid[day].sum()),
+                float(mid[~day].sum()),
                 r.guarantee,
             ]
         )
