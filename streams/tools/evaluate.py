@@ -519,15 +519,18 @@ def tune_table(
         res = cache[(mech, p)]
         return np.array([r[period][0] for r in res]), float(np.mean([r[period][1] for r in res]))
 
+    periods = tune_mod.PERIODS if utility == "colour" else ("all",)
     bar = tqdm(
-        total=len(mechanisms) * 2 * len(targets), desc="tune", file=sys.stderr, disable=not progress
+        total=len(mechanisms) * len(periods) * len(targets),
+        desc="tune",
+        file=sys.stderr,
+        disable=not progress,
     )
 
     def step(msg: str) -> None:
         bar.set_postfix_str(msg)
         bar.update(1)
 
-    periods = tune_mod.PERIODS if utility == "colour" else ("all",)
     rows = tune_mod.table_4_2(mechanisms, targets, evaluator, progress=step, periods=periods)
     bar.close()
     return rows
