@@ -13,6 +13,7 @@
     token: null, role: null, site: null, mechs: [], mech: null, meta: {},
     building: null, floor: null, snapshot: null, ticks: [], live: true, playing: null,
     alerts: [], selected: null, palette: localStorage.getItem("occ.palette") || "cb",
+    scale: localStorage.getItem("occ.scale") || "auto", legendMode: null,
     es: null, locIndex: {},
   };
   window.__occustream = state; // for tests and debugging; holds released data only
@@ -28,6 +29,16 @@
   function num(v, d = 1) { return v === null || v === undefined ? "—" : Number(v).toFixed(d); }
   function esc(s) { return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c])); }
   function colour(cls) { return cls ? PALETTES[state.palette][cls - 1] : NO_BASELINE; }
+  // "auto": the ten-colour scale vs the usual μ ± 2σ; before any baseline exists (a first
+  // day) fall back to the share of capacity (post-processing of public values only).
+  function byCapacity() {
+    if (state.scale === "capacity") return true;
+    if (state.scale === "baseline") return false;
+    const vals = Object.values((state.snapshot && state.snapshot.values) || {});
+    return vals.length > 0 && vals.every((v) => !v.class);
+  }
+  function capClass(value, cap) { return Math.min(10, Math.max(1, Math.floor((Math.max(0, value) / cap) * 10) + 1)); }
+  function classOf(id, v) { return !v ? null : byCapacity() ? capClass(v.value, state.locIndex[id].capacity) : v.class; }
   function inkFor(hex) {
     const n = parseInt(hex.slice(1), 16);
     const r = (n >> 16) & 255, g = (n >> 8) & 255, b = n & 255;
@@ -79,7 +90,10 @@
       h += `<div class="sw" style="background:${c};color:${inkFor(c)}" title="class ${i + 1}${names[i] ? ": " + names[i] : ""}">${i + 1}</div>`;
     });
     h += `<div class="sw nb" style="background:${NO_BASELINE};color:#111;flex:0 0 90px" title="no baseline yet">no baseline</div>`;
-    h += `<div class="ends"><span>◀ below μ−2σ (usual for this time of day)</span><span>μ</span><span>above μ+2σ ▶</span></div>`;
+    state.legendMode = state.snapshot ? byCapacity() : null;
+    h += state.legendMode
+      ? `<div class="ends"><span>◀ empty</span><span>share of fire-code capacity${state.scale === "auto" ? " (no baseline yet for this time of day)" : ""}</span><span>at or over capacity ▶</span></div>`
+      : `<div class="ends"><span>◀ below μ−2σ (usual for this time of day)</span><span>μ</span><span>above μ+2σ ▶</span></div>`;
     $("legend").innerHTML = h;
   }
 
@@ -93,7 +107,7 @@
     nav.innerHTML = "";
     for (const b of state.site.buildings) {
       let total = 0, maxCls = 0, n = 0;
-      for (const l of b.locations) { const v = vals[l.id]; if (v) { total += v.value; n++; maxCls = Math.max(maxCls, v.class || 0); } }
+      for (const l of b.locations) { const v = vals[l.id]; if (v) { total += v.value; n++; maxCls = Math.max(maxCls, classOf(l.id, v) || 0); } }
       const btn = document.createElement("button");
       btn.className = "tile"; btn.type = "button";
       btn.setAttribute("aria-pressed", String(b.id === state.building));
@@ -189,10 +203,10 @@
     const vals = (state.snapshot && state.snapshot.values) || {};
     const hot = alertingNow();
     for (const poly of document.querySelectorAll("#plan .loc")) {
-      const id = poly.dataset.location, v = vals[id];
-      const c = v ? colour(v.class) : "#e3e6ea";
+      const id = poly.dataset.location, v = vals[id], cls = classOf(id, v);
+      const c = v ? colour(cls) : "#e3e6ea";
       poly.setAttribute("fill", c);
-      poly.dataset.class = v && v.class ? v.class : "";
+      poly.dataset.class = cls || "";
       poly.dataset.value = v ? v.value : "";
       poly.classList.toggle("nodata", !v);
       poly.classList.toggle("alerting", hot.has(id));
@@ -206,6 +220,7 @@
       }
     }
     $("empty").hidden = state.mechs.length > 0;
+    if (state.legendMode !== byCapacity()) renderLegend();
     $("when").textContent = state.snapshot && state.snapshot.tick ? fmtTime(state.snapshot.tick) : "—";
     renderCampus();
   }
@@ -220,7 +235,7 @@
     h += `Released: <b style="display:inline">${num(v.value)}</b>`;
     if (iv && iv.low !== null) h += `<br>${Math.round(iv.level * 100)} % interval: ${num(Math.max(0, iv.low))} – ${num(iv.high)} <span class="dim">(${esc(iv.note)})</span>`;
     else h += `<br><span class="ngt">${esc(iv ? iv.note : "no interval")}</span>`;
-    if (v.mu !== null) h += `<br><span class="dim">usual now: ${num(v.mu)} ± ${num(v.sigma)} · colour ${v.class}/10</span>`;
+    if (v.mu !== null) h += `<br><span class="dim">usual now: ${num(v.mu)} ± ${num(v.sigma)} · colour ${classOf(id, v)}/10</span>`;
     else h += `<br><span class="dim">no baseline yet for this time of day</span>`;
     return h;
   }
@@ -392,6 +407,8 @@
   function renderAll() { renderCampus(); renderFloors(); renderPlan(); }
 
   function wire() {
+    $("scale").value = state.scale;
+    $("scale").addEventListener("change", () => { state.scale = $("scale").value; localStorage.setItem("occ.scale", state.scale); renderLegend(); paint(); });
     $("palette").value = state.palette;
     $("palette").addEventListener("change", () => { state.palette = $("palette").value; localStorage.setItem("occ.palette", state.palette); renderLegend(); paint(); });
     $("mech").addEventListener("change", async () => { state.mech = $("mech").value; renderGuarantee(); connect(); if (state.live) await refreshAll(); else await loadSnapshot(state.ticks[$("scrub").value]); });

@@ -189,6 +189,18 @@ def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
     redis_client.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": "laplace", "tick": 0}))
     page.wait_for_selector("#empty", state="hidden", timeout=10_000)
     assert page.evaluate("window.__marker") == "no-reload"
+    # a first day has no baseline: "auto" colours by the share of capacity, and says so
+    page.click("#live")
+    page.wait_for_function("window.__occustream.snapshot && window.__occustream.snapshot.tick")
+    page.wait_for_function("document.querySelector('#plan .loc').dataset.class !== ''")
+    assert "share of fire-code capacity" in page.inner_text("#legend")
+    vals = page.evaluate("window.__occustream.snapshot.values")
+    for cls_fill in [page.get_attribute(f"[data-location='{loc.id}']", "data-class")
+                     for loc in campus.locations if loc.floor == "hall-f1"][:3]:
+        assert 1 <= int(cls_fill) <= 10
+    loc = campus.location_by_id["hall-101"]
+    want = min(10, max(1, int(max(0.0, vals["hall-101"]["value"]) / loc.capacity * 10) + 1))
+    assert page.get_attribute("[data-location='hall-101']", "data-class") == str(want)
 
 
 def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_client: Any,
