@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -58,12 +59,12 @@ class Receiver:
             self.seen.append({"key": key, "alert": json.loads(body)})
         return web.Response(status=204)
 
-    async def start(self) -> Receiver:
+    async def start(self, port: int = 0) -> Receiver:
         app = web.Application()
         app.router.add_post("/hook", self.handle)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        site = web.TCPSite(self.runner, "127.0.0.1", port)
         await site.start()
         self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/hook"
         return self
@@ -188,3 +189,25 @@ def test_network_error_is_retried(redis_url: str, redis_client: Any) -> None:
     assert d.dead_lettered == 1
     letter = json.loads(redis_client.lindex(rl.webhook_dlq("nohost"), 0))
     assert "Connect" in letter["error"] or "connect" in letter["error"]
+
+
+def test_dashboard_app_runs_its_webhooks(campus: Any, redis_url: str, redis_client: Any) -> None:
+    from dash_support import Served
+
+    from streams.services import free_port
+
+    port = free_port()
+    d = WebhookDispatcher(redis_url, f"http://127.0.0.1:{port}/hook", SECRET, name="app",
+                          backoff_base_s=0.05)
+    served = Served(campus, redis_url, webhooks=[d])  # create_app(..., webhooks=[...])
+    rec = Receiver()
+    try:
+        served.call(rec.start(port))
+        aid = write_alert(redis_client, _alerts(1)[0])
+        deadline = time.monotonic() + 10
+        while not rec.seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [s["alert"]["id"] for s in rec.seen] == [aid]
+        served.call(rec.stop())
+    finally:
+        served.close()
