@@ -375,6 +375,9 @@ def main(argv: list[str]) -> int:
     if bad or not attackers:
         raise InvalidParameterError(f"attackers must be among {list(ATTACKERS)}, not {bad}")
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    if not 0 < args.target <= 1:
+        raise InvalidParameterError(f"target must be in (0, 1], not {args.target!r}")
+    check_positive("runs", args.runs)
     data = ev.data_from_args(args)
     given = {"laplace": args.epsilon_laplace, "pegasus": args.epsilon_pegasus, "ttl": args.ttl_s}
     for k, v in given.items():
