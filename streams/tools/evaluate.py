@@ -499,6 +499,8 @@ def tune_table(
         raise InvalidParameterError(
             f"utility must be 'colour' or one of {list(task_lib.TASKS)}, not {utility!r}"
         )
+    if runs < 1:
+        raise InvalidParameterError(f"runs must be >= 1, not {runs!r}")
     setup = task_setup(data)
     if utility != "colour" and utility not in setup:
         raise InvalidParameterError(f"task {utility!r} needs a simulator scenario this data lacks")
