@@ -333,8 +333,8 @@ async def events(request: web.Request) -> web.StreamResponse:
             if msg is None:
                 break
             await resp.write(msg)
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+    except ConnectionResetError:
+        pass  # the client went away
     finally:
         broker.unsubscribe(sub)
     return resp
