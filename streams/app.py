@@ -327,6 +327,9 @@ class Pipeline:
             await self.cache.write_tick(out, ft.counts if self.s.eval_mode else None)
             self.ticks_out += 1
             self.last_tick = ft.tick
+            if ft.wall:
+                self.latency.append(time.time() - ft.wall)
+                del self.latency[:-1000]
         await self._save("occupancy", p, st.offset, st.to_bytes())
 
     async def idle_check(self, obs_topic: str) -> None:
@@ -385,6 +388,11 @@ class Pipeline:
             "lag": lag,
             "partitions": sorted(self.presence),
         }
+        if self.latency:
+            lat = sorted(self.latency)
+            h["tick_latency_p50_s"] = round(lat[len(lat) // 2], 3)
+            h["tick_latency_p95_s"] = round(lat[min(int(len(lat) * 0.95), len(lat) - 1)], 3)
+            h["tick_latency_n"] = len(lat)
         try:
             r = await self.redis()
             await r.hset(rl.health(self.s.app_id), self.worker_id, json.dumps(h))

@@ -30,6 +30,13 @@ def pseudonymizer(secret: bytes) -> Callable[[str], str]:
     return pseudo
 
 
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ttl_cached(secret: bytes, mac: str, state: TtlSaltState, ttl_s: float) -> str:
+    # an observation inside the salt's lifetime keeps the state (ttl_pseudonym's
+    # contract), so the pseudonym depends on (MAC, state) only: memoise it
+    return ttl_pseudonym(secret, mac, state.salt_started_ts, state, ttl_s)[0]
+
+
 def ttl_step(secret: bytes, mac: str, ts: float, state: TtlSaltState | None,
              ttl_s: float) -> tuple[str, TtlSaltState]:
     """TTL-salt pseudonym of one observation and the device's new salt state.
@@ -40,6 +47,8 @@ def ttl_step(secret: bytes, mac: str, ts: float, state: TtlSaltState | None,
     The sequence is a pure function of the device's observations in arrival order, so
     replays reproduce it.
     """
+    if state is not None and state.salt_started_ts <= ts < state.salt_started_ts + ttl_s:
+        return _ttl_cached(secret, mac, state, ttl_s), state
     return ttl_pseudonym(secret, mac, ts, state, ttl_s)
 
 

@@ -29,6 +29,7 @@ class FinalTick:
     tick: float
     counts: list[int]
     ttl: list[int]
+    wall: float = 0.0  # wall time the last partition's watermark passed the tick
 
 
 @dataclass
@@ -53,6 +54,7 @@ class OccupancyState:
     mech: dict[str, str] = field(default_factory=dict)
     released: int = 0
     max_ts: dict[str, float] = field(default_factory=dict)
+    wall: dict[str, float] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Compressed JSON snapshot."""
@@ -95,6 +97,7 @@ class OccupancyState:
                 continue  # a replayed partial of a tick already final
             slot = self.pending.setdefault(_k(tick), {})
             slot.setdefault(p, [counts, ttl])  # first one wins (replays are identical)
+            self.wall[_k(tick)] = max(self.wall.get(_k(tick), 0.0), float(rec.get("wall") or 0))
         return self._finalise(tick_s)
 
     def blocking(self) -> list[int]:
@@ -131,7 +134,8 @@ class OccupancyState:
                     counts[i] += v
                 for i, v in enumerate(tt):
                     ttl[i] += v
-            out.append(FinalTick(t, counts, ttl if any(len(tt) for _, tt in parts) else []))
+            out.append(FinalTick(t, counts, ttl if any(len(tt) for _, tt in parts) else [],
+                                 self.wall.pop(_k(t), 0.0)))
             self.pending.pop(_k(t), None)
             self.next_tick = t + tick_s
             self.released += 1

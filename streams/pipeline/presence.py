@@ -103,6 +103,7 @@ class Partial:
         return json.dumps(
             {"tick": self.tick, "partition": self.partition, "partitions": partitions,
              "first_tick": self.first_tick, "site": site, "max_ts": self.max_ts,
+             "wall": time.time(),
              "counts": self.counts, "ttl": self.ttl},
             separators=(",", ":"),
         ).encode()

@@ -1,0 +1,225 @@
+"""End-to-end pipeline throughput, tick latency and memory on embedded services.
+
+Figures:
+
+* ``events_per_s`` — sustained rate of one worker through observe → presence →
+  occupancy on a pre-loaded ``wifi.observations`` (dbh, several simulated days),
+  from the first record consumed until every record is in the checkpointed state;
+  median over repeats. ``raw_consumer_events_per_s``: a bare aiokafka consumer reading
+  the same topic in the same run (the machine's ceiling); ``ratio_vs_raw``.
+* ``faust_agent_events_per_s`` — the same with ``ingest=faust`` (Faust agent +
+  ``stream.take_events``) for comparison (quick mode: skipped).
+* ``tick_latency_p50_s`` / ``p95`` — wall time from the moment the last partition's
+  watermark passes a tick (its partial is emitted) to the tick's values being in Redis,
+  with events fed at a steady rate (accelerated simulated time).
+* ``state_bytes_per_10k_devices`` / ``checkpoint_bytes_per_10k_devices`` — presence
+  state of 10,000 active devices (tracemalloc) and its compressed checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-secret-0123456789abcdef"
+
+
+def _raw_consume(bootstrap: str, topic: str, n: int) -> float:
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> float:
+        c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             auto_offset_reset="earliest", group_id=None,
+                             max_poll_records=20000, fetch_max_bytes=64 << 20,
+                             max_partition_fetch_bytes=16 << 20)
+        await c.start()
+        got, t0 = 0, None
+        try:
+            while got < n:
+                batch = await c.getmany(timeout_ms=500, max_records=20000)
+                for msgs in batch.values():
+                    if t0 is None:
+                        t0 = time.perf_counter()
+                    got += len(msgs)
+            return n / (time.perf_counter() - (t0 or time.perf_counter()))
+        finally:
+            await c.stop()
+
+    return asyncio.run(run())
+
+
+def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "streams.worker"], env=env, cwd=ROOT,
+                            stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+
+
+def _health(r, app_id: str) -> dict:  # type: ignore[no-untyped-def]
+    from streams import redis_layout as rl
+
+    vals = [json.loads(v) for v in r.hgetall(rl.health(app_id)).values()]
+    return vals[0] if vals else {}
+
+
+def _state_offsets(r, app_id: str, partitions: int) -> int:  # type: ignore[no-untyped-def]
+    from streams import redis_layout as rl
+
+    total = 0
+    for p in range(partitions):
+        off = r.hget(rl.state_key(app_id, "presence", p), "offset")
+        total += int(off) + 1 if off is not None else 0
+    return total
+
+
+def _pipeline_rate(svc, records: list, ingest: str, log_dir: Path) -> float:  # type: ignore[no-untyped-def]
+    """Pre-load the topic, start one worker, time until every record is checkpointed."""
+    import redis
+
+    from simulator.kafka import produce
+    from streams.app import pipeline_topics
+    from streams.services import create_topics
+    from streams.settings import load_settings
+
+    tag = f"b{uuid.uuid4().hex[:6]}"
+    env = dict(os.environ, KAFKA_BOOTSTRAP=svc.kafka_bootstrap, REDIS_URL=svc.redis_url,
+               OCCUSTREAM_SECRET=SECRET, OCCUSTREAM_APP_ID=tag,
+               OCCUSTREAM_TOPIC_PREFIX=f"{tag}.", OCCUSTREAM_INGEST=ingest,
+               OCCUSTREAM_METRICS_INTERVAL_S="1", PYTHONPATH=str(ROOT))
+    s = load_settings(env=env)
+    create_topics(svc.kafka_bootstrap, pipeline_topics(s))
+    produce(records, svc.kafka_bootstrap, topic=s.topic("wifi.observations"))
+    r = redis.Redis.from_url(svc.redis_url)
+    w = _worker(env, log_dir / f"{tag}.log")
+    try:
+        n, t_first = len(records), None
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            done = _state_offsets(r, tag, s.partitions)
+            if done and t_first is None:
+                t_first = time.perf_counter()
+                first_done = done
+            if done >= n:
+                return (n - first_done) / (time.perf_counter() - t_first)  # type: ignore[operator]
+            time.sleep(0.05)
+        raise RuntimeError(f"{ingest} worker did not finish; see {log_dir}")
+    finally:
+        w.terminate()
+        w.wait(30)
+        r.close()
+
+
+def _latency(svc, sim, log_dir: Path, rate: float, wall_s: float) -> dict:  # type: ignore[no-untyped-def]
+    import redis
+
+    from simulator.kafka import produce
+    from streams.app import pipeline_topics
+    from streams.services import create_topics
+    from streams.settings import load_settings
+
+    tag = f"l{uuid.uuid4().hex[:6]}"
+    env = dict(os.environ, KAFKA_BOOTSTRAP=svc.kafka_bootstrap, REDIS_URL=svc.redis_url,
+               OCCUSTREAM_SECRET=SECRET, OCCUSTREAM_APP_ID=tag,
+               OCCUSTREAM_TOPIC_PREFIX=f"{tag}.", OCCUSTREAM_METRICS_INTERVAL_S="1",
+               PYTHONPATH=str(ROOT))
+    s = load_settings(env=env)
+    create_topics(svc.kafka_bootstrap, pipeline_topics(s))
+    r = redis.Redis.from_url(svc.redis_url)
+    w = _worker(env, log_dir / f"{tag}.log")
+    try:
+        time.sleep(8)  # group joins
+        th = threading.Thread(target=produce, args=(sim.records(), svc.kafka_bootstrap),
+                              kwargs={"topic": s.topic("wifi.observations"),
+                                      "max_rate": rate}, daemon=True)
+        th.start()
+        th.join(wall_s)
+        time.sleep(3)
+        h = _health(r, tag)
+        return {"tick_latency_p50_s": h.get("tick_latency_p50_s"),
+                "tick_latency_p95_s": h.get("tick_latency_p95_s"),
+                "latency_ticks": h.get("tick_latency_n"), "latency_feed_events_per_s": rate}
+    finally:
+        w.terminate()
+        w.wait(30)
+        r.close()
+
+
+def _memory(n_devices: int = 10_000) -> dict:
+    from streams.buildings import load_site
+    from streams.pipeline.identity import pseudonymizer, ttl_step
+    from streams.pipeline.presence import PartitionState, StageConfig
+
+    site = load_site("dbh")
+    aps = [a.id for a in site.aps]
+    cfg = StageConfig(ap_location=dict(site.ap_location), location_index=dict(site.location_index),
+                      tick_s=300.0, validity_s=600.0, lateness_s=60.0, max_future_s=3600.0,
+                      ttl_s=1800.0, secret=SECRET.encode())
+    t0 = 1767600000.0
+    recs = []
+    for i in range(n_devices * 3):  # three observations per device within the window
+        d = i % n_devices
+        mac = ":".join(f"{(d >> s) & 0xFF:02x}" for s in (40, 32, 24, 16, 8, 0))
+        recs.append((i, json.dumps({"device": mac, "ap": aps[i % len(aps)],
+                                    "ts": t0 + i * 0.01}).encode()))
+    pseudo = pseudonymizer(SECRET.encode())
+    for m in recs:  # warm the pseudonym cache outside the measurement
+        pseudo(json.loads(m[1])["device"])
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    st = PartitionState(0)
+    st.process(recs, cfg, pseudo, ttl_step)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    used = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    return {"state_bytes_per_10k_devices": int(used * 10_000 / n_devices),
+            "checkpoint_bytes_per_10k_devices": int(len(st.to_bytes()) * 10_000 / n_devices)}
+
+
+def run(quick: bool = False) -> dict:
+    from simulator import simulate
+    from streams.services import running_services
+
+    days = 1.0 if quick else 3.0
+    repeats = 1 if quick else 3
+    sim = simulate("dbh", days=days, seed=11, scenarios=["overcapacity"])
+    records = list(sim.records())
+    out: dict = {"events": len(records), "repeats": repeats}
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    with running_services(env={}, log_dir=log_dir) as svc:
+        rates, raws = [], []
+        for _ in range(repeats):
+            rates.append(_pipeline_rate(svc, records, "direct", log_dir))
+            from streams.services import create_topics
+
+            topic = f"raw{uuid.uuid4().hex[:6]}"
+            create_topics(svc.kafka_bootstrap, {topic: 4})
+            from simulator.kafka import produce
+
+            produce(records, svc.kafka_bootstrap, topic=topic)
+            raws.append(_raw_consume(svc.kafka_bootstrap, topic, len(records)))
+        out["events_per_s"] = round(statistics.median(rates))
+        out["raw_consumer_events_per_s"] = round(statistics.median(raws))
+        out["ratio_vs_raw"] = round(statistics.median(rates) / statistics.median(raws), 3)
+        out["events_per_s_runs"] = [round(x) for x in rates]
+        if not quick:
+            out["faust_agent_events_per_s"] = round(
+                _pipeline_rate(svc, records[:30000], "faust", log_dir))
+        lat_sim = simulate("dbh", days=0.5, seed=12, start="2026-01-05T08:00",
+                           scenarios=["overcapacity"])
+        out.update(_latency(svc, lat_sim, log_dir, rate=2000.0, wall_s=40 if quick else 90))
+    out.update(_memory())
+    out["log_dir"] = str(log_dir)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
