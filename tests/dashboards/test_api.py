@@ -184,3 +184,17 @@ def test_empty_read_model(served: Any) -> None:
     assert status == 200 and body == {"mechanisms": []}
     status, body = get_json(f"{served.url}/api/snapshot")
     assert status == 400 and "no mechanism has data yet" in body["error"]
+
+
+def test_mechanism_allow_list(campus: Any, redis_url: str, redis_client: Any) -> None:
+    from dash_support import Served
+
+    seed(redis_client, campus, days=1, last_day_ticks=2, mechs=("laplace", "ttl"))
+    s = Served(campus, redis_url, mechanisms_allowed=["ttl", "pegasus"])
+    try:
+        body = get_json(f"{s.url}/api/mechanisms")[1]
+        assert [m["name"] for m in body["mechanisms"]] == ["ttl"]  # pegasus has no data
+        status, err = get_json(f"{s.url}/api/snapshot?mech=laplace")
+        assert status == 400 and "['ttl']" in err["error"]
+    finally:
+        s.close()
