@@ -47,10 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
         "print live released occupancy and alerts. Ctrl-C stops everything.",
     )
     p.add_argument("--days", type=float, default=1.0, help="simulated days (default 1)")
-    p.add_argument("--start", default="2026-01-05T06:00",
-                   help="first simulated instant (default a Monday 06:00, UTC)")
-    p.add_argument("--speed", type=float, default=300.0,
-                   help="simulated seconds per wall second (default 300: a 5-min tick/s)")
+    p.add_argument("--start", default="2026-01-05T00:00",
+                   help="first simulated instant (default Monday 2026-01-05 00:00 UTC; the "
+                   "injected over-capacity crowds are at 10:00 and 15:00)")
+    p.add_argument("--speed", type=float, default=600.0,
+                   help="simulated seconds per wall second (default 600: two 5-min ticks/s)")
     p.add_argument("--seed", type=int, default=1, help="simulator seed (default 1)")
     p.add_argument("--scenarios", default="overcapacity,malformed",
                    help="simulator scenarios (default overcapacity,malformed)")
@@ -121,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     from streams.buildings import load_site
 
     args = build_parser().parse_args(argv)
-    s = load_settings(args, demo=True)  # validates; warns loudly about the dev secret
+    overrides = {}
+    if args.set_idle_s is None and "OCCUSTREAM_IDLE_S" not in os.environ:
+        overrides["idle_s"] = 2.0  # accelerated time: unblock quiet partitions quickly
+    s = load_settings(args, demo=True, overrides=overrides)  # warns about the dev secret
     site = load_site(s.site)
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="occustream-demo-"))
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -129,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     with running_services(log_dir=log_dir, topics=pipeline_topics(s)) as svc:
         env = dict(os.environ, KAFKA_BOOTSTRAP=svc.kafka_bootstrap or "",
                    REDIS_URL=svc.redis_url or "", OCCUSTREAM_DEMO="true")
-        passthrough = [a for a in (argv or []) if a.startswith("--")]
-        del passthrough  # settings reach the workers through the environment below
+        # the settings reach the workers through the environment
         for k, v in s.public().items():
             if k in ("kafka_bootstrap", "redis_url", "demo"):
                 continue

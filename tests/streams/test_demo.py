@@ -1,0 +1,73 @@
+"""`occustream demo` shows released values and alerts, and Ctrl-C leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.services import child_pids
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _descendants(pid: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def test_demo_shows_releases_and_alerts_then_stops_cleanly(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP", "REDIS_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "demo", "--dashboard-port", "-1",
+         "--log-dir", str(tmp_path), "--speed", "900"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    lines: list[str] = []
+    deadline = time.monotonic() + 120  # "within two minutes on a fresh clone"
+    released = alerts = False
+    family: list[int] = []
+    try:
+        while time.monotonic() < deadline and not (released and alerts):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            released |= "ticks released" in line
+            alerts |= "over capacity" in line
+            family = sorted(set(family) | set(_descendants(proc.pid)))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    text = "".join(lines)
+    assert "DEMO MODE" in text or "development secret" in text
+    assert released, text[-2000:]
+    assert alerts, text[-2000:]
+    assert len(family) >= 4  # tansu, redis, worker, simulator
+    deadline = time.monotonic() + 15
+    while child_pids(family) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert child_pids(family) == []

@@ -1,0 +1,87 @@
+"""Settings: defaults ← config file ← env ← CLI, validated with one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mechanisms.errors import BudgetExhaustedError, ConfigError
+from streams.settings import DEV_SECRET, add_arguments, load_settings
+
+ENV = {"OCCUSTREAM_SECRET": "a-secret-of-enough-length"}
+
+
+def parse(argv):
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def test_precedence_file_env_cli(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('tick_s = 600\nvalidity_s = 900\nmechanisms = ["laplace", "ttl"]\n')
+    env = {**ENV, "OCCUSTREAM_VALIDITY_S": "1200", "KAFKA_BOOTSTRAP": "k:1"}
+    s = load_settings(parse(["--config", str(cfg), "--validity-s", "1500"]), env)
+    assert s.tick_s == 600 and s.validity_s == 1500 and s.mechanisms == ("laplace", "ttl")
+    assert s.kafka_bootstrap == "k:1"
+    s = load_settings(parse(["--config", str(cfg)]), env)
+    assert s.validity_s == 1200
+
+
+def test_json_config_and_unknown_key(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"partitions": 8}))
+    assert load_settings(parse(["--config", str(cfg)]), ENV).partitions == 8
+    cfg.write_text(json.dumps({"partitons": 8}))
+    with pytest.raises(ConfigError, match="unknown setting"):
+        load_settings(parse(["--config", str(cfg)]), ENV)
+
+
+@pytest.mark.parametrize("env,match", [
+    ({"OCCUSTREAM_TICK_S": "-5"}, "tick_s .*must be > 0"),
+    ({"OCCUSTREAM_TICK_S": "five"}, "tick_s .*must be float"),
+    ({"OCCUSTREAM_MECHANISMS": "laplace,bogus"}, "unknown"),
+    ({"OCCUSTREAM_MIDE_ALGORITHM": "magic"}, "mide_algorithm"),
+    ({"OCCUSTREAM_MIDE_BETA": "0.7"}, "mide_beta"),
+    ({"OCCUSTREAM_HEARTBEAT_S": "10"}, "heartbeat_s"),
+    ({"OCCUSTREAM_EVAL_MODE": "maybe"}, "eval_mode"),
+])
+def test_bad_values_are_one_line_config_errors(env, match):
+    with pytest.raises(ConfigError, match=match) as exc:
+        load_settings(None, {**ENV, **env})
+    assert "\n" not in str(exc.value)
+
+
+def test_secret_required_outside_demo(tmp_path):
+    with pytest.raises(ConfigError, match="OCCUSTREAM_SECRET"):
+        load_settings(None, {})
+    assert load_settings(None, {}, demo=True).secret == DEV_SECRET
+    f = tmp_path / "secret"
+    f.write_text("file-secret-0123456789\n")
+    s = load_settings(None, {"OCCUSTREAM_SECRET_FILE": str(f)})
+    assert s.secret == b"file-secret-0123456789"
+    assert "secret" not in json.dumps(s.public()).lower().replace("secret_file", "")
+    with pytest.raises(ConfigError, match=">= 16"):
+        load_settings(None, {"OCCUSTREAM_SECRET": "short"})
+
+
+def test_budget_refuses_overspending_configuration():
+    with pytest.raises(BudgetExhaustedError, match="requested"):
+        load_settings(None, {**ENV, "OCCUSTREAM_LAPLACE_EPSILON": "4.5"})
+    with pytest.raises(BudgetExhaustedError, match="device-day"):
+        load_settings(None, {**ENV, "OCCUSTREAM_BUDGET_EPSILON_DAY": "100"})
+    s = load_settings(None, {**ENV, "OCCUSTREAM_MECHANISMS": "laplace",
+                             "OCCUSTREAM_MIDE": "false", "OCCUSTREAM_BUDGET_EPSILON_DAY": "288"})
+    assert s.epsilon_per_tick() == 1.0
+
+
+def test_worker_cli_bad_input_exits_nonzero_with_one_line():
+    out = subprocess.run([sys.executable, "-m", "streams.cli", "worker", "--tick-s", "0"],
+                         capture_output=True, text=True, timeout=60,
+                         env={"OCCUSTREAM_SECRET": "a-secret-of-enough-length", "PATH": ""})
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "tick_s" in out.stderr
