@@ -401,6 +401,26 @@ class Pipeline:
         return h
 
 
+def prometheus_text(h: dict[str, Any]) -> str:
+    """The health line as Prometheus text (no secrets, no counts of people)."""
+    lines = []
+
+    def metric(name: str, value: Any, labels: str = "") -> None:
+        if isinstance(value, int | float) and value is not None:
+            lines.append(f"occustream_{name}{labels} {float(value)}")
+
+    metric("events_in_total", h.get("events_in"))
+    metric("ticks_released_total", h.get("ticks_released"))
+    metric("last_tick_seconds", h.get("last_tick"))
+    metric("tick_latency_p50_seconds", h.get("tick_latency_p50_s"))
+    metric("tick_latency_p95_seconds", h.get("tick_latency_p95_s"))
+    for p, wm in (h.get("watermarks") or {}).items():
+        metric("watermark_seconds", wm, f'{{partition="{p}"}}')
+    for tp, lag in (h.get("lag") or {}).items():
+        metric("consumer_lag", lag, f'{{topic_partition="{tp}"}}')
+    return "\n".join(lines) + "\n"
+
+
 def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, Pipeline]:
     """Create the Faust app and its agents for ``settings``."""
     site = site or load_site(settings.site)
@@ -473,6 +493,13 @@ def build_app(settings: Settings, site: Site | None = None) -> tuple[faust.App, 
     @app.timer(interval=1.0)
     async def idle() -> None:
         await pipe.idle_check(t_obs.get_topic_name())
+
+    if settings.web_port > 0:
+        @app.page("/metrics")
+        async def metrics_page(web: Any, request: Any) -> Any:
+            """Prometheus text exposition of the health line."""
+            return web.text(prometheus_text(await pipe.health()),
+                            content_type="text/plain; version=0.0.4")
 
     @app.timer(interval=settings.metrics_interval_s)
     async def metrics() -> None:

@@ -324,19 +324,25 @@ def check_budget(s: Settings) -> None:
 
     Unit of privacy: event-level, one device at one tick. Every DP mechanism (and
     MIDE, charged its worst case ε_max) releases every tick, so per tick the spending
-    is the sum of their ε (sequential composition); per device-day it is that sum
-    times the ticks in a day.
+    is the sum of their ε (sequential composition; locations are disjoint, so within a
+    mechanism they compose in parallel); per device-day it is that sum times the ticks
+    in a day. The per-tick check is a dry run of one tick on the mechanisms library's
+    :class:`~mechanisms.accounting.Accountant`.
 
     Raises:
         BudgetExhaustedError: when the per-tick or per-day spending exceeds its budget.
     """
+    from mechanisms.accounting import Accountant, Budget, device_day_epsilon
     from mechanisms.errors import BudgetExhaustedError
 
-    per_tick = s.epsilon_per_tick()
-    if per_tick > s.budget_epsilon_tick + 1e-12:
-        raise BudgetExhaustedError(per_tick, s.budget_epsilon_tick, "tick (configured)")
+    acct = Accountant(Budget(s.budget_epsilon_tick), name=f"site:{s.site}")
+    charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if m != "ttl"]
+    if s.mide:
+        charges.append((f"mide:{s.mide_algorithm}", s.mide_epsilon_max))
+    for mech, eps in charges:
+        acct.spend(eps, mechanism=mech, tick=0)
     if s.budget_epsilon_day > 0:
-        per_day = per_tick * s.ticks_per_day
+        per_day = device_day_epsilon(s.epsilon_per_tick(), round(s.ticks_per_day))
         if per_day > s.budget_epsilon_day + 1e-9:
             raise BudgetExhaustedError(per_day, s.budget_epsilon_day, "device-day (configured)")
 

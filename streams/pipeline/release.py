@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.accounting import UNIT_OF_PRIVACY as UNIT
+from mechanisms.accounting import LedgerRecord
 from mechanisms.noise import keyed_rng
+from mechanisms.pseudonym import TTL_GUARANTEE
 from streams.buildings import Site
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
-
-UNIT = "event-level (device, tick)"
 
 
 @dataclass
@@ -124,9 +125,21 @@ class Releaser:
         return TickOutput(tick, releases, alerts, ledger), new_states
 
     def _ledger(self, mech: str, tick: float, eps: float) -> dict[str, Any]:
-        return {"mechanism": mech, "tick": tick, "epsilon": eps, "unit": UNIT,
-                "scope": f"site:{self.site.id}",
-                "guarantee": "none (no formal guarantee)" if mech == "ttl" else "pure DP"}
+        """The ledger record of one release (tick = its epoch seconds)."""
+        n = len(self.locations)
+        if mech == "ttl":
+            rec = LedgerRecord(mech, int(tick), 0.0, f"site:{self.site.id}/mechanism:ttl",
+                               n_locations=n, sampler="none", guarantee=TTL_GUARANTEE,
+                               note=f"ttl_s={self.s.ttl_s:g}")
+        elif mech == "mide":
+            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:mide",
+                               n_locations=n, sampler="laplace (analysis-consistent)",
+                               note=f"{self.s.mide_algorithm}, beta={self.s.mide_beta:g}, "
+                                    "worst-case (ex-ante) epsilon; ex-post kept internal")
+        else:
+            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
+                               composition="parallel", n_locations=n)
+        return rec.to_dict()
 
     def _laplace(self, c: np.ndarray, tick: float, state: bytes | None
                  ) -> tuple[Release, bytes | None]:
