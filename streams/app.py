@@ -87,6 +87,11 @@ class Pipeline:
             track_ttl="ttl" in settings.mechanisms,
         )
         self.pseudonym = pseudonymizer(settings.secret)
+        if settings.eval_mode:
+            log.warning(
+                "!!! EVALUATION MODE: TRUE occupancy counts are written to Redis %s:* so "
+                "utility can be scored. They are sensitive: never run this on real data "
+                "that analysts can read. !!!", rl.EVAL_PREFIX)
         self.releaser = Releaser(settings, site)
         self.presence: dict[int, PartitionState] = {}
         self.occupancy: OccupancyState | None = None
@@ -198,8 +203,10 @@ class Pipeline:
                 await self.send(dlq_topic, None, d)
             for part in res.partials:
                 key = str(int(part.tick) if part.tick.is_integer() else part.tick).encode()
+                # partition 0 always: one owner sees every partial, whatever the
+                # topic's partition count (Tansu auto-creates topics with 4)
                 await self.send(partial_topic, key,
-                                part.to_json(self.s.partitions, self.site.id))
+                                part.to_json(self.s.partitions, self.site.id), partition=0)
             touched.append((st, bool(res.dlq)))
         await self.flush()
         for st, dlq in touched:

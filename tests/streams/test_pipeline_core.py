@@ -102,3 +102,32 @@ def test_dlq_redacts_macs():
     assert "AA:BB" not in redact(raw) and "<redacted>" in redact(raw)
     assert "aa:bb" not in redact(b'not json aa:bb:cc:dd:ee:ff')
     assert "aabbccddeeff" not in redact(b'{"device": "aabbccddeeff"}')
+
+
+def test_watermark_markers_finalise_idle_partitions(site, sim):
+    """A quiet partition holds ticks back until a marker (from the log) moves its clock."""
+    from streams.pipeline.presence import marker
+
+    parts = _partitioned(sim, 4)
+    cfg = _cfg(site)
+    pseudo = pseudonymizer(SECRET)
+    states = [PartitionState(p) for p in range(4)]
+    log = []
+    for p in range(4):
+        log += [x.to_json(4, site.id) for x in states[p].process(parts[p], cfg, pseudo).partials]
+    occ = OccupancyState()
+    final = occ.process(list(enumerate(log)), 300.0)
+    g = max(st.max_ts for st in states)
+    oracle_all = occupancy_oracle(sim.events(), site.ap_location, site.location_ids)
+    blocked = occ.blocking()
+    if len(final) == len(oracle_all.ticks):
+        pytest.skip("no partition was idle at the end of this simulated day")
+    assert blocked
+    for p in blocked:  # what the occupancy stage does after idle_s
+        res = states[p].process([(len(parts[p]), marker(g))], cfg, pseudo)
+        assert not res.dlq and res.processed == 0
+        log += [x.to_json(4, site.id) for x in res.partials]
+    final += occ.process([(i, v) for i, v in enumerate(log)], 300.0)
+    ticks = [f.tick for f in final]
+    assert ticks == list(oracle_all.ticks)
+    assert np.array_equal(np.array([f.counts for f in final]), oracle_all.counts)
