@@ -327,11 +327,17 @@ def _error_table(
     datasets: list[str],
     algorithms: list[str],
     epsilons: list[float],
-) -> tuple[list[str], list[list[Any]], int]:
-    """SORTaki-style table: rows algorithms, columns (data set, ε); values × 10^-k."""
+) -> tuple[list[str], list[list[Any]]]:
+    """SORTaki-style table: rows algorithms, columns (data set, ε).
+
+    Values are shown × 10^k with one error scale per data set (in the column header),
+    like the "error scale" line under SORTaki's tables; the best of a column is bold.
+    """
     cell = {(r.dataset, r.algorithm, r.epsilon): r.error for r in rows if r.workload == workload}
-    vals = [v for v in cell.values() if v > 0]
-    k = -int(math.floor(math.log10(float(np.median(vals))))) if vals else 0
+    scale = {}
+    for d in datasets:
+        vals = [v for (dd, _, _), v in cell.items() if dd == d and v > 0]
+        scale[d] = -int(math.floor(math.log10(float(np.median(vals))))) if vals else 0
     cols = [(d, e) for d in datasets for e in epsilons]
     best = {c: min(cell.get((c[0], a, c[1]), math.inf) for a in algorithms) for c in cols}
     body = []
@@ -342,11 +348,11 @@ def _error_table(
             if v is None:
                 line.append("—")
                 continue
-            s = f"{v * 10**k:.2f}"
+            s = f"{v * 10 ** scale[c[0]]:.2f}"
             line.append(f"**{s}**" if v == best[c] else s)
         body.append(line)
-    headers = ["algorithm"] + [f"{d} ε={e:g}" for d, e in cols]
-    return headers, body, k
+    headers = ["algorithm"] + [f"{d} ε={e:g} (×1e-{scale[d]})" for d, e in cols]
+    return headers, body
 
 
 def _plot(
@@ -403,9 +409,9 @@ def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str 
         "over seeded trials; bold = best in the column."
     )
     for w in dict.fromkeys(r.workload for r in rows):
-        headers, body, k = _error_table(rows, w, datasets, algorithms, epsilons)
+        headers, body = _error_table(rows, w, datasets, algorithms, epsilons)
         rep.heading(f"Workload: {w}")
-        rep.table(headers, body, caption=f"error scale: 10^-{k}")
+        rep.table(headers, body, caption="cell × the column's error scale = scaled error")
         rep.figure(
             _plot(rows, w, datasets, algorithms), f"Error vs ε, {w} workload", name=f"error-{w}"
         )

@@ -205,7 +205,7 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
     rows = json.loads((out / "results.json").read_text())
     assert len(rows) == 3 * 2 * 2 * 2  # algorithms × ε × workloads × γ_in
     md = (out / "histogram-evaluation.md").read_text()
-    assert "Workload: small" in md and "Workload: large" in md and "error scale" in md
+    assert "Workload: small" in md and "Workload: large" in md and "error scale" in md and "(×1e-" in md
     assert sorted(p.name for p in out.glob("*.png")) == [
         "histogram-evaluation-01-error-small.png",
         "histogram-evaluation-02-error-large.png",
