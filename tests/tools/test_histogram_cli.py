@@ -52,6 +52,9 @@ def test_release_small_cube(tmp_path: Path, algorithm: str) -> None:
     assert doc["ledger"]["device_day_epsilon"] == pytest.approx(0.5 * 288)
     assert doc["noise"].startswith("discrete")
     assert "true" not in json.dumps(doc).lower()
+    if algorithm == "cell":  # Thm 4.2 bound: β·(1/ε)·ln(β/δ)
+        beta = cube.size
+        assert doc["usefulness_accuracy_95"] == pytest.approx(beta / 0.5 * np.log(beta / 0.05))
     # the release is useful: mean abs error per cell well below the count scale
     assert np.abs(rel - cube).mean() < 3.0
 
@@ -205,7 +208,8 @@ def test_evaluate_writes_tables_and_plots(tmp_path: Path) -> None:
     rows = json.loads((out / "results.json").read_text())
     assert len(rows) == 3 * 2 * 2 * 2  # algorithms × ε × workloads × γ_in
     md = (out / "histogram-evaluation.md").read_text()
-    assert "Workload: small" in md and "Workload: large" in md and "error scale" in md and "(×1e-" in md
+    assert "Workload: small" in md and "Workload: large" in md
+    assert "error scale" in md and "(×1e-" in md
     assert sorted(p.name for p in out.glob("*.png")) == [
         "histogram-evaluation-01-error-small.png",
         "histogram-evaluation-02-error-large.png",
