@@ -25,6 +25,7 @@ from streams.pipeline.release import TickOutput
 log = logging.getLogger(__name__)
 
 ALERTS_MAXLEN = 10000
+TRIM_EVERY_TICKS = 12
 LEDGER_MAXLEN = 1_000_000
 
 
@@ -82,6 +83,7 @@ class CacheWriter:
                        [rl.baseline_field(loc, slot) for loc in self.locations])
         current = await pipe.execute()
 
+        trim = slot % TRIM_EVERY_TICKS == 0  # trimming every tick doubles the commands
         tx = self.r.pipeline(transaction=True)
         for rel, cur in zip(out.releases, current, strict=True):
             mech = rel.mechanism
@@ -91,7 +93,8 @@ class CacheWriter:
                 latest[loc] = doc
                 key = rl.series(mech, loc)
                 tx.zadd(key, {doc: tick})
-                tx.zremrangebyscore(key, "-inf", f"({tick - self.retention_s}")
+                if trim:
+                    tx.zremrangebyscore(key, "-inf", f"({tick - self.retention_s}")
             tx.hset(rl.latest(mech), mapping=latest)
             tx.zadd(rl.ticks(mech), {str(tj): tick})
             tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from streams.pipeline.identity import state_from_json, state_to_json
 from streams.schema import EventClock, Invalid, decode, validate
 
@@ -265,14 +267,18 @@ class PartitionState:
             start = self.min_ts if self.min_ts is not None else wm
             self.first_k = self.next_k = math.ceil(start / tick_s)
         n_loc = len(cfg.location_index)
+        n = max(math.ceil(wm / tick_s) - self.next_k, 0)  # ticks k·tick_s < wm
         out = []
-        while self.next_k * tick_s < wm:
-            t = self.next_k * tick_s
-            counts = _count(self.devices, t, cfg.validity_s, n_loc)
-            ttl = _count(self.ttl_devices, t, cfg.validity_s, n_loc) if track_ttl else []
-            out.append(Partial(t, self.partition, self.first_k * tick_s, counts, ttl,
-                               float(self.max_ts or 0.0)))
-            self.next_k += 1
+        if n:
+            t0 = self.next_k * tick_s
+            counts = _count_range(self.devices, t0, n, tick_s, cfg.validity_s, n_loc)
+            ttl = (_count_range(self.ttl_devices, t0, n, tick_s, cfg.validity_s, n_loc)
+                   if track_ttl else None)
+            for j in range(n):
+                out.append(Partial(t0 + j * tick_s, self.partition, self.first_k * tick_s,
+                                   counts[j].tolist(), ttl[j].tolist() if ttl is not None
+                                   else [], float(self.max_ts or 0.0)))
+            self.next_k += n
         if out:
             horizon = self.next_k * tick_s  # the next tick to finalise
             _prune(self.devices, horizon, cfg.validity_s)
@@ -283,18 +289,35 @@ class PartitionState:
         return out
 
 
-def _count(devices: dict[str, list[list[float]]], t: float, validity_s: float,
-           n_loc: int) -> list[int]:
-    counts = [0] * n_loc
+def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_s: float,
+                 validity_s: float, n_loc: int) -> np.ndarray:
+    """Counts at ticks ``t0 + j·tick_s`` (j < n), shape (n, n_loc), in one pass.
+
+    An observation keeps its device present from ``ts`` (inclusive) until
+    ``ts + validity_s`` or the device's next observation (exclusive), as in
+    :func:`streams.oracle.occupancy_oracle`; entries are sorted by (ts, offset), so of
+    two observations with the same ts the later one wins.
+    """
+    diff = np.zeros((n + 1, n_loc), dtype=np.int64)
+    ceil = math.ceil
     for lst in devices.values():
-        # latest observation with ts <= t (ties: later offset, i.e. later in the list)
-        for i in range(len(lst) - 1, -1, -1):
-            e = lst[i]
-            if e[0] <= t:
-                if t - e[0] < validity_s and e[2] >= 0:
-                    counts[int(e[2])] += 1
-                break
-    return counts
+        last = len(lst) - 1
+        for i, e in enumerate(lst):
+            li = int(e[2])
+            if li < 0:
+                continue
+            ts = e[0]
+            end = ts + validity_s
+            if i < last and lst[i + 1][0] < end:
+                end = lst[i + 1][0]
+            lo = ceil((ts - t0) / tick_s)
+            hi = ceil((end - t0) / tick_s)
+            lo = 0 if lo < 0 else lo
+            hi = n if hi > n else hi
+            if lo < hi:
+                diff[lo, li] += 1
+                diff[hi, li] -= 1
+    return np.cumsum(diff, axis=0)[:n]
 
 
 def _prune(devices: dict[str, list[list[float]]], horizon: float, validity_s: float) -> None:
