@@ -124,6 +124,46 @@ class Settings:
 
 _FIELDS = {f.name: f for f in fields(Settings) if f.name != "secret"}
 
+HELP = {
+    "site": "building or campus (name in buildings/ or a JSON path)",
+    "kafka_bootstrap": "Kafka bootstrap host:port (env KAFKA_BOOTSTRAP)",
+    "redis_url": "Redis URL of the read model (env REDIS_URL)",
+    "app_id": "consumer-group / checkpoint namespace; workers with one id share the work",
+    "topic_prefix": "prefix of every topic name (tests, several deployments on one broker)",
+    "partitions": "partitions of wifi.observations (created if missing)",
+    "tick_s": "tick period in event-time seconds",
+    "validity_s": "how long an observation keeps a device present",
+    "lateness_s": "allowed lateness; watermark = max event time - lateness",
+    "max_future_s": "events further ahead of the clock go to the DLQ (far_future)",
+    "mechanisms": "comma-separated release mechanisms: " + ",".join(MECHANISMS),
+    "laplace_epsilon": "ε per tick of the Laplace release",
+    "pegasus_epsilon": "ε per tick of flat PeGaSus",
+    "pegasus_smoother": "PeGaSus smoother: average, median or js",
+    "hpegasus_epsilon": "ε per tick of hierarchical PeGaSus (split over the levels)",
+    "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
+    "mide": "raise MIDE fire-code alerts (true/false)",
+    "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS),
+    "mide_beta": "MIDE false-negative-rate bound β",
+    "mide_alpha": "MIDE uncertainty width α (people)",
+    "mide_epsilon_max": "MIDE denies a query needing more ε than this",
+    "capacity_factor": "alert threshold = fire-code capacity × this",
+    "budget_epsilon_tick": "ε budget per tick (event-level); start is refused above it",
+    "budget_epsilon_day": "ε budget per device-day (0 = no day cap)",
+    "eval_mode": "ALSO write true counts to Redis eval:true:* (evaluation only!)",
+    "retention_ticks": "ticks kept in the Redis series",
+    "idle_s": "wall seconds before quiet partitions get a watermark marker",
+    "ingest": "observe/presence consumer: direct (batched aiokafka) or faust (agent)",
+    "batch_max": "max records per batch",
+    "batch_within_s": "max wait for a batch (s)",
+    "session_timeout_s": "consumer session timeout (Tansu joins wait half of it)",
+    "heartbeat_s": "consumer heartbeat interval",
+    "web_port": "Faust web port with /metrics (0 = disabled)",
+    "data_dir": "Faust data directory (default: a temp dir per worker)",
+    "metrics_interval_s": "seconds between health/lag log lines",
+    "secret_file": "file with the secret for pseudonyms and noise (env OCCUSTREAM_SECRET_FILE)",
+    "demo": "demo mode: allows the built-in development secret",
+}
+
 
 def _coerce(name: str, value: Any, source: str) -> Any:
     default = getattr(Settings, name, None)
@@ -188,7 +228,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default = f.default if f.default is not None else None
         shown = ",".join(default) if isinstance(default, tuple) else default
         group.add_argument(opt, dest=f"set_{name}", default=None, metavar=name.upper(),
-                           help=f"(default {shown!r})")
+                           help=f"{HELP.get(name, name)} (default {shown!r})")
 
 
 def load_settings(
