@@ -36,12 +36,14 @@ def served(campus: Site, redis_url: str, redis_client: Any) -> Iterator[Served]:
         s.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope, not session: Playwright's sync API keeps an event loop running in
+    # this thread while it is open, which breaks asyncio.run() in later test modules.
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium missing: run bash scripts/install-sysdeps.sh")
+        pytest.fail("Debian chromium missing: run `make install` (scripts/install-sysdeps.sh)")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
