@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,15 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from streams import redis_layout as rl
-from streams.services import free_port, running_services
+from streams.services import _die_with_parent, free_port, running_services
 from streams.settings import add_arguments, load_settings
 
 log = logging.getLogger("occustream.demo")
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
 
 
 def build_parser() -> argparse.ArgumentParser:

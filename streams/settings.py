@@ -27,7 +27,7 @@ import logging
 import math
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -385,11 +385,3 @@ def check_budget(s: Settings) -> None:
         per_day = device_day_epsilon(s.epsilon_per_tick(), round(s.ticks_per_day))
         if per_day > s.budget_epsilon_day + 1e-9:
             raise BudgetExhaustedError(per_day, s.budget_epsilon_day, "device-day (configured)")
-
-
-def parse_cli(prog: str, argv: Sequence[str] | None, description: str,
-              **kwargs: Any) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
-    """A parser with all settings options, parsed from ``argv``."""
-    parser = argparse.ArgumentParser(prog=prog, description=description, **kwargs)
-    add_arguments(parser)
-    return parser.parse_args(list(argv or [])), parser
