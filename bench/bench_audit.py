@@ -16,12 +16,10 @@ the KDE (evaluated for a few locations at one busy time point, scaled up).
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 from scipy import stats
 
+from bench._timing import median_seconds
 from mechanisms.audit import (
     LaplaceLikelihood,
     dp_worst_case_bound,
@@ -41,13 +39,6 @@ def _day(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return m, prior, counts
 
 
-def _median(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _naive_known(y: np.ndarray, prior: np.ndarray, m: np.ndarray, rows: range) -> None:
@@ -87,22 +78,22 @@ def run(quick: bool = False) -> dict:
     z_train = np.concatenate([_day(rng)[2] for _ in range(train_days)])
     y_train = z_train + rng.laplace(0, 1 / EPS, z_train.shape)
 
-    t_bound = _median(lambda: dp_worst_case_bound(prior, EPS), repeats)
-    t_known = _median(lambda: noisy_posterior(y, prior, m, lik), repeats)
+    t_bound = median_seconds(lambda: dp_worst_case_bound(prior, EPS), repeats)
+    t_known = median_seconds(lambda: noisy_posterior(y, prior, m, lik), repeats)
     kde = fit_conditional_kde(z_train, y_train)
-    t_train = _median(lambda: fit_conditional_kde(z_train, y_train), repeats)
-    t_kde = _median(lambda: noisy_posterior(y, prior, m, kde), repeats)
+    t_train = median_seconds(lambda: fit_conditional_kde(z_train, y_train), repeats)
+    t_kde = median_seconds(lambda: noisy_posterior(y, prior, m, kde), repeats)
 
     sub = range(60, 64 if quick else 68)  # busy afternoon time points
-    t_naive = _median(lambda: _naive_known(y, prior, m, sub), 1) / len(sub) * N_T
+    t_naive = median_seconds(lambda: _naive_known(y, prior, m, sub), 1) / len(sub) * N_T
     naive_sub = 2_000 if quick else 10_000
-    t_naive_train = _median(lambda: _naive_kde_train(z_train.ravel()[:naive_sub],
+    t_naive_train = median_seconds(lambda: _naive_kde_train(z_train.ravel()[:naive_sub],
                                                      y_train.ravel()[:naive_sub]), 1)
     t_naive_train *= z_train.size / naive_sub
     kdes = _naive_kde_train(z_train.ravel(), y_train.ravel())
     sub_kde = range(64, 65)
     n_loc_sub = 2 if quick else 6
-    t_naive_kde = _median(lambda: _naive_kde_eval(kdes, y, prior, m, sub_kde, n_loc_sub), 1)
+    t_naive_kde = median_seconds(lambda: _naive_kde_eval(kdes, y, prior, m, sub_kde, n_loc_sub), 1)
     t_naive_kde *= N_T * N_LOC / n_loc_sub
     return {
         "locations": N_LOC,

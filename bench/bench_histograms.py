@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._timing import median_seconds
 from mechanisms.histograms import TABLE_II
 from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.bin_error import FORMULAS
@@ -133,13 +134,6 @@ def _findings(rows: list[ev.ResultRow], datasets: list[str]) -> dict:
     return out
 
 
-def _median_time(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
 
 
 def _runtime(quick: bool) -> dict:
@@ -157,10 +151,10 @@ def _runtime(quick: bool) -> dict:
         x = ev.resample(rng.pareto(1.5, n) + 0.1, 50 * n, rng=rng)
         noisy = x + rng.laplace(0, 1 / 0.9, n)
         y = np.sort(noisy)[::-1]
-        t_dpp = _median_time(
+        t_dpp = median_seconds(
             lambda y=y: dp_partition(y, FORMULAS["uee"], 0.9, 0.1, restricted=True), repeats
         )
-        t_dawa = _median_time(
+        t_dawa = median_seconds(
             lambda x=x: dawa_partition(x, 0.25, 0.75, dyadic=True, rng=rng), repeats
         )
         nl = n * math.log2(n) ** 2

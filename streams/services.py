@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from mechanisms.errors import ServiceError
 
@@ -164,85 +165,29 @@ def redis_binary() -> str:
     return exe
 
 
-class EmbeddedKafka:
-    """A Tansu broker (memory storage) on a free loopback port."""
+class _Embedded:
+    """A server process on a loopback port: start, health-check, stop."""
 
-    def __init__(self, port: int | None = None, log_dir: Path | None = None) -> None:
-        self.port = port or free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        log_dir = log_dir or Path(tempfile.gettempdir()) / "occustream-services"
-        url = f"tcp://127.0.0.1:{self.port}"
-        self._proc = _Process(
-            "tansu",
-            [
-                tansu_binary(),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            log_dir / f"tansu-{self.port}.log",
-        )
+    name = "service"
+    _proc: _Process
+    port: int
 
-    def start(self, timeout_s: float = 20.0) -> EmbeddedKafka:
-        """Start the broker and wait until it answers a metadata request."""
+    def _health(self, timeout_s: float) -> None:
+        raise NotImplementedError
+
+    def _address(self) -> str:
+        raise NotImplementedError
+
+    def start(self, timeout_s: float = 20.0) -> Self:
+        """Start the server and wait until it answers (ServiceError otherwise)."""
         self._proc.start()
         _wait_port(self._proc, self.port, timeout_s)
-        _kafka_health(self.bootstrap, timeout_s)
-        log.info("embedded Kafka (Tansu) at %s", self.bootstrap)
-        return self
-
-    def alive(self) -> bool:
-        """Whether the broker process is running."""
-        return self._proc.alive()
-
-    @property
-    def pid(self) -> int | None:
-        """The broker's process id, while running."""
-        return self._proc.proc.pid if self._proc.proc else None
-
-    def stop(self) -> None:
-        """Stop the broker (SIGTERM, then SIGKILL after a grace period)."""
-        self._proc.stop()
-
-
-class EmbeddedRedis:
-    """A ``redis-server`` without persistence on a free loopback port."""
-
-    def __init__(self, port: int | None = None, log_dir: Path | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        log_dir = log_dir or Path(tempfile.gettempdir()) / "occustream-services"
-        self._dir = tempfile.mkdtemp(prefix="occustream-redis-")
-        self._proc = _Process(
-            "redis-server",
-            [
-                redis_binary(),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self._dir,
-                "--protected-mode",
-                "yes",
-            ],
-            log_dir / f"redis-{self.port}.log",
-        )
-
-    def start(self, timeout_s: float = 15.0) -> EmbeddedRedis:
-        """Start Redis and wait until it answers PING."""
-        self._proc.start()
-        _wait_port(self._proc, self.port, timeout_s)
-        _redis_health(self.url, timeout_s)
-        log.info("embedded Redis at %s", self.url)
+        try:
+            self._health(timeout_s)
+        except BaseException:
+            self._proc.stop()
+            raise
+        log.info("embedded %s at %s", self.name, self._address())
         return self
 
     def alive(self) -> bool:
@@ -255,8 +200,57 @@ class EmbeddedRedis:
         return self._proc.proc.pid if self._proc.proc else None
 
     def stop(self) -> None:
-        """Stop the server."""
+        """Stop the server (SIGTERM, then SIGKILL after a grace period)."""
         self._proc.stop()
+
+
+def _log_dir(log_dir: Path | None) -> Path:
+    return log_dir or Path(tempfile.gettempdir()) / "occustream-services"
+
+
+class EmbeddedKafka(_Embedded):
+    """A Tansu broker (memory storage) on a free loopback port."""
+
+    name = "Kafka (Tansu)"
+
+    def __init__(self, port: int | None = None, log_dir: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        url = f"tcp://127.0.0.1:{self.port}"
+        argv = [tansu_binary(), "broker", "--listener-url", url,
+                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+        self._proc = _Process("tansu", argv, _log_dir(log_dir) / f"tansu-{self.port}.log")
+
+    def _health(self, timeout_s: float) -> None:
+        _kafka_health(self.bootstrap, timeout_s)
+
+    def _address(self) -> str:
+        return self.bootstrap
+
+
+class EmbeddedRedis(_Embedded):
+    """A ``redis-server`` without persistence on a free loopback port."""
+
+    name = "Redis"
+
+    def __init__(self, port: int | None = None, log_dir: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._dir = tempfile.mkdtemp(prefix="occustream-redis-")
+        argv = [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", self._dir,
+                "--protected-mode", "yes"]
+        self._proc = _Process("redis-server", argv, _log_dir(log_dir) / f"redis-{self.port}.log")
+
+    def _health(self, timeout_s: float) -> None:
+        _redis_health(self.url, timeout_s)
+
+    def _address(self) -> str:
+        return self.url
+
+    def stop(self) -> None:
+        """Stop the server and remove its scratch directory."""
+        super().stop()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
