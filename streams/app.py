@@ -303,7 +303,7 @@ class Pipeline:
         await self.redis()
         outputs = []
         for ft in final:
-            states = {m: st.get_mech(m) for m in self.releaser.mechanisms}
+            states = {m: st.get_mech(m) for m in self.releaser.state_names}
             out, new_states = self.releaser.run(ft.tick, ft.counts, ft.ttl, states)
             for m, b in new_states.items():
                 if b is not None:

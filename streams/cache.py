@@ -58,8 +58,8 @@ class CacheWriter:
     async def done(self, out: TickOutput) -> bool:
         """Whether every release of this tick was already written (a replay)."""
         tj = _tick_json(out.tick)
-        mechs = [rel.mechanism for rel in out.releases] + (["mide"] if out.alerts or any(
-            r["mechanism"] == "mide" for r in out.ledger) else [])
+        mechs = sorted({rel.mechanism for rel in out.releases}
+                       | {r["mechanism"] for r in out.ledger})
         pipe = self.r.pipeline(transaction=False)
         for m in mechs:
             pipe.sismember(rl.release_done(m), tj)
@@ -73,9 +73,10 @@ class CacheWriter:
         day = _day(tick)
         mechs = [rel.mechanism for rel in out.releases]
         pipe = self.r.pipeline(transaction=False)
-        for m in [*mechs, "mide"]:
+        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
+        for m in ledger_mechs:
             pipe.sismember(rl.release_done(m), tj)
-        done = dict(zip([*mechs, "mide"], await pipe.execute(), strict=True))
+        done = dict(zip(ledger_mechs, await pipe.execute(), strict=True))
         # baselines need the current accumulators of the slot
         pipe = self.r.pipeline(transaction=False)
         for rel in out.releases:
@@ -106,6 +107,8 @@ class CacheWriter:
             mech = rec["mechanism"]
             if done.get(mech, False):
                 continue
+            if mech.startswith("mide-"):
+                tx.sadd(rl.release_done(mech), tj)
             tx.xadd(rl.LEDGER_STREAM, {"data": json.dumps(rec)}, maxlen=LEDGER_MAXLEN,
                     approximate=True)
             tx.hincrbyfloat(rl.ledger_spent(day), mech, float(rec["epsilon"]))

@@ -72,6 +72,7 @@ class Settings:
     mide_beta: float = 0.05
     mide_alpha: float = 3.0
     mide_epsilon_max: float = 1.0
+    mide_hourly: bool = True
     capacity_factor: float = 1.0
     budget_epsilon_tick: float = 5.0
     budget_epsilon_day: float = 0.0
@@ -111,7 +112,9 @@ class Settings:
     def epsilon_per_tick(self) -> float:
         """ε spent per tick by all configured DP releases (sequential composition)."""
         total = sum(self.epsilon_of(m) for m in self.mechanisms)
-        return total + (self.mide_epsilon_max if self.mide else 0.0)
+        if self.mide:
+            total += self.mide_epsilon_max * (2 if self.mide_hourly else 1)
+        return total
 
     def public(self) -> dict[str, Any]:
         """Settings safe to log or publish (no secret, no secret path)."""
@@ -146,6 +149,7 @@ HELP = {
     "mide_beta": "MIDE false-negative-rate bound β",
     "mide_alpha": "MIDE uncertainty width α (people)",
     "mide_epsilon_max": "MIDE denies a query needing more ε than this",
+    "mide_hourly": "also alert on each hour's peak per location (costs ε_max more per tick)",
     "capacity_factor": "alert threshold = fire-code capacity × this",
     "budget_epsilon_tick": "ε budget per tick (event-level); start is refused above it",
     "budget_epsilon_day": "ε budget per device-day (0 = no day cap)",
@@ -379,6 +383,8 @@ def check_budget(s: Settings) -> None:
     charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if m != "ttl"]
     if s.mide:
         charges.append((f"mide:{s.mide_algorithm}", s.mide_epsilon_max))
+        if s.mide_hourly:  # every tick is also in one hourly query
+            charges.append((f"mide-hour:{s.mide_algorithm}", s.mide_epsilon_max))
     for mech, eps in charges:
         acct.spend(eps, mechanism=mech, tick=0)
     if s.budget_epsilon_day > 0:

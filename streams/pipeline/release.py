@@ -78,6 +78,7 @@ class Releaser:
             log.warning("MIDE alerts disabled: mechanisms.mide.decide is not available")
             self._mide = None
         self._tree: Any = None
+        self._per_hour = max(int(round(3600 / settings.tick_s)), 1)
         self._laplace_mod = _optional("mechanisms.laplace")
         self._pegasus_mod = _optional("mechanisms.pegasus")
         self._hier_mod = _optional("mechanisms.hierarchical")
@@ -120,9 +121,23 @@ class Releaser:
             ledger.append(self._ledger(name, tick, rel.epsilon))
         alerts: list[dict[str, Any]] = []
         if self._mide is not None:
-            alerts, eps = self._alerts(c, tick)
+            alerts, eps = self._alerts(c, tick, "tick")
             ledger.append(self._ledger("mide", tick, eps))
+            if self.s.mide_hourly:
+                hist = json.loads(states.get("mide-hour") or b"[]")[-(self._per_hour - 1):]
+                hist.append([int(x) for x in counts])
+                new_states["mide-hour"] = json.dumps(hist).encode()
+                if (tick + self.s.tick_s) % 3600 == 0:  # the tick closes an hour
+                    peak = np.max(np.asarray(hist, dtype=np.int64), axis=0)
+                    more, eps = self._alerts(peak, tick, "hour")
+                    alerts += more
+                    ledger.append(self._ledger("mide-hour", tick, eps))
         return TickOutput(tick, releases, alerts, ledger), new_states
+
+    @property
+    def state_names(self) -> list[str]:
+        """Names of the per-tick states the occupancy checkpoint must keep."""
+        return self.mechanisms + (["mide-hour"] if self._mide and self.s.mide_hourly else [])
 
     def _ledger(self, mech: str, tick: float, eps: float) -> dict[str, Any]:
         """The ledger record of one release (tick = its epoch seconds)."""
@@ -131,8 +146,8 @@ class Releaser:
             rec = LedgerRecord(mech, int(tick), 0.0, f"site:{self.site.id}/mechanism:ttl",
                                n_locations=n, sampler="none", guarantee=TTL_GUARANTEE,
                                note=f"ttl_s={self.s.ttl_s:g}")
-        elif mech == "mide":
-            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:mide",
+        elif mech.startswith("mide"):
+            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
                                n_locations=n, sampler="laplace (analysis-consistent)",
                                note=f"{self.s.mide_algorithm}, beta={self.s.mide_beta:g}, "
                                     "worst-case (ex-ante) epsilon; ex-post kept internal")
@@ -177,10 +192,16 @@ class Releaser:
         return (Release("hpegasus", tick, [float(x) for x in v[:n]], eps, extra),
                 st.to_bytes())
 
-    def _alerts(self, c: np.ndarray, tick: float) -> tuple[list[dict[str, Any]], float]:
+    def _alerts(self, c: np.ndarray, tick: float, window: str
+                ) -> tuple[list[dict[str, Any]], float]:
+        """MIDE over the locations: counts of one tick, or peaks of the hour ending at it.
+
+        The hourly peak has sensitivity 1 (one device at one tick moves each tick's count
+        by at most 1, hence the maximum by at most 1), so the same β-FNR analysis holds.
+        """
         s = self.s
         thresholds = self.capacities * s.capacity_factor
-        rng = keyed_rng(s.secret, "mide", tick, "all")
+        rng = keyed_rng(s.secret, "mide" if window == "tick" else "mide-hour", tick, "all")
         res = self._mide.decide(c, thresholds, algorithm=s.mide_algorithm, beta=s.mide_beta,
                                 alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng)
         if bool(np.any(getattr(res, "denied", False))):
@@ -189,7 +210,7 @@ class Releaser:
         alerts = [
             {"tick": tick, "location": self.locations[i],
              "capacity": int(self.site.capacities[i]),
-             "algorithm": s.mide_algorithm, "beta": s.mide_beta}
+             "algorithm": s.mide_algorithm, "beta": s.mide_beta, "window": window}
             for i in positive
         ]
         return alerts, float(getattr(res, "epsilon_spent", s.mide_epsilon_max))

@@ -210,7 +210,9 @@ def test_every_release_exactly_once_in_redis(crash_run, redis_url):
     ledger = [json.loads(f[b"data"]) for _, f in r.xrange(rl.LEDGER_STREAM)]
     per = collections.Counter((d["mechanism"], d["tick"]) for d in ledger)
     assert set(per.values()) == {1}, "a release was accounted twice"
-    assert len(per) == len(ticks) * (len(MECHS) + 1)  # + mide
+    hours = sum(1 for t in ticks if (t + 300) % 3600 == 0)
+    assert len(per) == len(ticks) * (len(MECHS) + 1) + hours  # + mide per tick and hour
+    assert all(d["epsilon"] == 0 for d in ledger if d["mechanism"] == "ttl")
     r.close()
 
 
@@ -228,7 +230,8 @@ def test_alerts_for_injected_overcapacity(crash_run, sim, redis_url):
     r = redis.Redis.from_url(redis_url)
     alerts = [json.loads(f[b"data"]) for _, f in r.xrange(rl.ALERTS_STREAM)]
     r.close()
-    assert all(set(a) == {"tick", "location", "capacity", "algorithm", "beta"} for a in alerts)
+    keys = {"tick", "location", "capacity", "algorithm", "beta", "window"}
+    assert all(set(a) == keys for a in alerts)  # no ex-post ε, no counts
     injected = [s for s in sim.truth["scenarios"] if s["type"] == "overcapacity"]
     assert injected
     for s in injected:
