@@ -61,6 +61,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _dashboard_urls(log_path: Path, wait_s: float = 10.0) -> list[str]:
+    """The URLs (with access tokens) the dashboard prints when it is up."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            text = log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        urls = [w for line in text.splitlines() if "#token=" in line
+                for w in line.split() if w.startswith("http")]
+        if urls:
+            return list(dict.fromkeys(urls))
+        time.sleep(0.25)
+    return []
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def _spawn(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     f = open(log_path, "ab")  # noqa: SIM115 - closed when the process ends
     return subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT,
@@ -115,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     from streams.buildings import load_site
 
     args = build_parser().parse_args(argv)
+    for noisy in ("kafka", "aiokafka"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     overrides = {}
     if args.set_idle_s is None and "OCCUSTREAM_IDLE_S" not in os.environ:
         overrides["idle_s"] = 2.0  # accelerated time: unblock quiet partitions quickly
@@ -140,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     import dashboards.app  # noqa: F401
                     port = args.dashboard_port or free_port()
+                    if not _port_free(port):
+                        port = free_port()  # 8080 taken: any free port
                     procs.append(_spawn(
                         [sys.executable, "-m", "streams.cli", "dashboard", "--building",
                          s.site, "--redis-url", env["REDIS_URL"], "--port", str(port)],
@@ -156,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"occustream demo — site {site.name} ({len(site.location_ids)} locations)")
             print(f"  Kafka  {svc.kafka_bootstrap}   Redis {svc.redis_url}")
             if dash_url:
-                print(f"  dashboard {dash_url}  (token in {log_dir / 'dashboard.log'})")
+                urls = _dashboard_urls(log_dir / "dashboard.log")
+                for u in urls or [f"{dash_url}  (token in {log_dir / 'dashboard.log'})"]:
+                    print(f"  dashboard {u}")
             print(f"  logs   {log_dir}")
             print("  Ctrl-C to stop\n", flush=True)
             r = redis.Redis.from_url(env["REDIS_URL"])
