@@ -22,6 +22,22 @@ below its offset; everything after is replayed deterministically (noise from
 ``keyed_rng(secret, mechanism, tick, …)``), so no tick is skipped, none is released
 with different values, no device is counted twice. Faust's wall-clock
 ``on_window_close`` is not used.
+
+Records (JSON; DESIGN.md "Topics and records", with these refinements):
+
+* ``occupancy.partial`` (internal, always partition 0, key = tick): one record per
+  (presence partition, tick) with the whole location vector, ``{tick, partition,
+  partitions, first_tick, site, max_ts, wall, counts: [...], ttl: [...]}`` (vector order
+  = ``Site.location_ids``).
+* ``occupancy.true`` (internal, key = tick): ``{tick, site, counts: {location: n}}``.
+* ``occupancy.released`` (key ``mech:location``): ``{tick, location, mechanism, value,
+  epsilon}``; hierarchical PeGaSus also releases its floor/building nodes this way.
+* ``alerts.firecode`` (key = location): ``{tick, location, capacity, algorithm, beta,
+  window}`` with window ``tick`` or ``hour`` — never an ex-post ε.
+* ``privacy.ledger`` (key = mechanism): :class:`mechanisms.accounting.LedgerRecord`.
+* ``wifi.observations`` may carry watermark markers ``{"watermark": ts}`` (see
+  :func:`streams.pipeline.presence.marker`), sent by the occupancy stage to idle
+  partitions.
 """
 
 from __future__ import annotations
