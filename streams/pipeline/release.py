@@ -79,6 +79,8 @@ class Releaser:
             self._mide = None
         self._tree: Any = None
         self._per_hour = max(int(round(3600 / settings.tick_s)), 1)
+        if self._mide is not None:
+            self._check_mide()
         self._laplace_mod = _optional("mechanisms.laplace")
         self._pegasus_mod = _optional("mechanisms.pegasus")
         self._hier_mod = _optional("mechanisms.hierarchical")
@@ -86,6 +88,25 @@ class Releaser:
             if name in self._mechs and mod is None:
                 log.warning("mechanism %s disabled: its library module is not available", name)
                 del self._mechs[name]
+
+    def _check_mide(self) -> None:
+        """Refuse MIDE parameters that would deny every query (silently no alerts).
+
+        Denial depends on (algorithm, β, α, ε_max) only, so one probe on zero counts
+        (no data, nothing released) tells.
+        """
+        from mechanisms.errors import ConfigError
+
+        s = self.s
+        res = self._mide.decide(np.zeros(len(self.locations)), self.capacities * s.capacity_factor,
+                                algorithm=s.mide_algorithm, beta=s.mide_beta, alpha=s.mide_alpha,
+                                epsilon_max=s.mide_epsilon_max,
+                                rng=keyed_rng(s.secret, "mide-probe"))
+        if bool(np.any(res.denied)):
+            raise ConfigError(
+                f"mide: {s.mide_algorithm} with beta={s.mide_beta:g}, alpha={s.mide_alpha:g} "
+                f"needs more than mide_epsilon_max={s.mide_epsilon_max:g}, so every alert "
+                "query would be denied; raise mide_epsilon_max (and the budget) or mide_alpha")
 
     @property
     def mechanisms(self) -> list[str]:

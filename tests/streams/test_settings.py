@@ -85,3 +85,16 @@ def test_worker_cli_bad_input_exits_nonzero_with_one_line():
                          env={"OCCUSTREAM_SECRET": "a-secret-of-enough-length", "PATH": ""})
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "tick_s" in out.stderr
+
+
+def test_mide_parameters_that_deny_every_query_are_refused():
+    from streams.buildings import load_site
+    from streams.pipeline.release import Releaser
+
+    site = load_site("dbh")
+    bad = load_settings(None, {**ENV, "OCCUSTREAM_MIDE_ALGORITHM": "ppwlm"})
+    with pytest.raises(ConfigError, match="denied"):
+        Releaser(bad, site)
+    ok = load_settings(None, {**ENV, "OCCUSTREAM_MIDE_ALGORITHM": "ppwlm",
+                              "OCCUSTREAM_MIDE_ALPHA": "8"})
+    assert Releaser(ok, site).mechanisms
