@@ -28,12 +28,13 @@ BETA = 0.05
 TICKS = 60
 
 
-def _miss_rate(algorithm: str, over_by: float) -> tuple[int, int]:
+def _miss_rate(algorithm: str, over_by: float, alpha: float = 3.0) -> tuple[int, int]:
     site = load_site("dbh")
     s = load_settings(None, {"OCCUSTREAM_SECRET": "fnr-test-secret-0123456789",
                              "OCCUSTREAM_MECHANISMS": "ttl",
                              "OCCUSTREAM_MIDE_ALGORITHM": algorithm,
                              "OCCUSTREAM_MIDE_BETA": str(BETA),
+                             "OCCUSTREAM_MIDE_ALPHA": str(alpha),
                              "OCCUSTREAM_MIDE_HOURLY": "false"})
     rel = Releaser(s, site)
     caps = np.asarray(site.capacities)
@@ -51,8 +52,9 @@ def _critical(n: int) -> int:
     return int(stats.binom.isf(ALPHA_TEST, n, BETA))
 
 
-def test_tslm_alerts_respect_beta_fnr():
-    misses, n = _miss_rate("tslm", over_by=0.01)
+@pytest.mark.parametrize("algorithm,alpha", [("tslm", 3.0), ("ppwlm", 8.0), ("dppwlm", 8.0)])
+def test_alerts_respect_beta_fnr(algorithm, alpha):
+    misses, n = _miss_rate(algorithm, over_by=0.01, alpha=alpha)
     assert n >= 2000
     assert misses <= _critical(n), f"{misses}/{n} missed over-capacity rooms"
 
