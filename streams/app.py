@@ -42,6 +42,7 @@ Records (JSON; DESIGN.md "Topics and records", with these refinements):
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -410,6 +411,8 @@ class Pipeline:
             "watermarks": wms,
             "lag": lag,
             "partitions": sorted(self.presence),
+            "dlq": dict(sum((collections.Counter(st.dlq_counts)
+                             for st in self.presence.values()), collections.Counter())),
         }
         if self.latency:
             lat = sorted(self.latency)
@@ -439,6 +442,8 @@ def prometheus_text(h: dict[str, Any]) -> str:
     metric("tick_latency_p95_seconds", h.get("tick_latency_p95_s"))
     for p, wm in (h.get("watermarks") or {}).items():
         metric("watermark_seconds", wm, f'{{partition="{p}"}}')
+    for reason, n in (h.get("dlq") or {}).items():
+        metric("dlq_records_total", n, f'{{reason="{reason}"}}')
     for tp, lag in (h.get("lag") or {}).items():
         metric("consumer_lag", lag, f'{{topic_partition="{tp}"}}')
     return "\n".join(lines) + "\n"
