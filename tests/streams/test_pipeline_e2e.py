@@ -145,6 +145,7 @@ def crash_run(sim, kafka_bootstrap, redis_url, tmp_path_factory):
     """One worker, SIGKILLed while the day is half processed, then restarted."""
     run = Run(kafka_bootstrap, redis_url, tmp_path_factory.mktemp("crash"), "crash")
     r = redis.Redis.from_url(redis_url)
+    r.flushdb()  # the session's Redis is shared: earlier modules leave their read models
     try:
         w = run.start_worker()
         producer = produce(sim, kafka_bootstrap, run.topic("wifi.observations"), 8000)
