@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -39,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the whole pipeline on embedded services with simulated events and "
         "print live released occupancy and alerts. Ctrl-C stops everything.",
     )
-    p.add_argument("--days", type=float, default=1.0, help="simulated days (default 1)")
+    p.add_argument("--days", type=float, default=7.0,
+                   help="simulated days (default 7: from day 2 on the heatmap colours "
+                        "against the usual occupancy of past days)")
     p.add_argument("--start", default="2026-01-05T00:00",
                    help="first simulated instant (default Monday 2026-01-05 00:00 UTC; the "
                    "injected over-capacity crowds are at 10:00 and 15:00)")
@@ -61,20 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _dashboard_urls(log_path: Path, wait_s: float = 10.0) -> list[str]:
-    """The URLs (with access tokens) the dashboard prints when it is up."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        try:
-            text = log_path.read_text(errors="replace")
-        except OSError:
-            text = ""
-        urls = [w for line in text.splitlines() if "#token=" in line
-                for w in line.split() if w.startswith("http")]
-        if urls:
-            return list(dict.fromkeys(urls))
-        time.sleep(0.25)
-    return []
 
 
 def _port_free(port: int) -> bool:
@@ -171,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                     port = args.dashboard_port or free_port()
                     if not _port_free(port):
                         port = free_port()  # 8080 taken: any free port
+                    tokens = {
+                        "admin": env.setdefault("OCCUSTREAM_ADMIN_TOKEN",
+                                                secrets.token_urlsafe(18)),
+                        "analyst": env.setdefault("OCCUSTREAM_ANALYST_TOKEN",
+                                                  secrets.token_urlsafe(18)),
+                    }
                     procs.append(_spawn(
                         [sys.executable, "-m", "streams.cli", "dashboard", "--building",
                          s.site, "--redis-url", env["REDIS_URL"], "--port", str(port)],
@@ -187,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"occustream demo — site {site.name} ({len(site.location_ids)} locations)")
             print(f"  Kafka  {svc.kafka_bootstrap}   Redis {svc.redis_url}")
             if dash_url:
-                urls = _dashboard_urls(log_dir / "dashboard.log")
-                for u in urls or [f"{dash_url}  (token in {log_dir / 'dashboard.log'})"]:
-                    print(f"  dashboard {u}")
+                for role, token in tokens.items():
+                    print(f"  dashboard ({role}) {dash_url}#token={token}")
             print(f"  logs   {log_dir}")
             print("  Ctrl-C to stop\n", flush=True)
             r = redis.Redis.from_url(env["REDIS_URL"])
