@@ -37,6 +37,11 @@ def _day(tick: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(tick))
 
 
+def _day_index(tick: float) -> int:
+    """UTC day of a tick as days since the epoch (the day :func:`rl.slot_of` is within)."""
+    return int(tick // 86400)
+
+
 class CacheWriter:
     """Writes released ticks to Redis (``redis.asyncio`` client)."""
 
@@ -102,7 +107,7 @@ class CacheWriter:
             if not done[mech]:
                 tx.sadd(rl.release_done(mech), tj)
                 tx.hset(rl.baseline(mech), mapping=_baseline_update(
-                    self.locations, slot, rel.values, cur))
+                    self.locations, slot, _day_index(tick), rel.values, cur))
         for rec in out.ledger:
             mech = rec["mechanism"]
             if done.get(mech, False):
@@ -134,25 +139,45 @@ class CacheWriter:
                               mapping={f"p{partition}:{k}": v for k, v in counts.items()})
 
 
-def _baseline_update(locations: Sequence[str], slot: int, values: Sequence[float],
+def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],
                      current: Sequence[bytes | str | None]) -> dict[str, str]:
-    """New ``{mu, sigma, n}`` per (location, slot) after adding one released value.
+    """New baseline documents per (location, slot) after the value released on ``day``.
 
-    Post-processing of released values only (no budget). Running sums s1, s2 are kept
-    beside μ and σ so the update is O(1).
+    DESIGN.md "Heatmap colour": μ, σ are that location's released occupancy at that
+    time of day in *past* days, so today's value must not colour today's cell. Each
+    document keeps the running sums ``n, s1, s2`` of completed days and the ``pending``
+    value of the latest day (``day``, days since the epoch, UTC). A value is folded into
+    the sums only when a value of a later day arrives for the same slot; ``mu``,
+    ``sigma`` and ``n`` (what dashboards read) come from completed days only
+    (``mu``/``sigma`` null until one day is complete). A slot occurs once per day, so a
+    re-delivered value of the same day replaces the pending one: the update is
+    idempotent on its own, besides the ``occ:{mech}:done`` guard of the caller.
+    Post-processing of released values only (no budget); O(1) per update.
     """
     out = {}
     for loc, v, cur in zip(locations, values, current, strict=False):
         n, s1, s2 = 0, 0.0, 0.0
+        pend_day: int | None = None
+        pend = 0.0
         if cur:
             try:
                 d = json.loads(cur)
                 n, s1, s2 = int(d["n"]), float(d["s1"]), float(d["s2"])
+                if d.get("day") is not None:
+                    pend_day, pend = int(d["day"]), float(d["pending"])
             except (ValueError, KeyError, TypeError):
-                pass
-        n, s1, s2 = n + 1, s1 + v, s2 + v * v
-        mu = s1 / n
-        sigma = max(s2 / n - mu * mu, 0.0) ** 0.5
+                n, s1, s2, pend_day = 0, 0.0, 0.0, None
+        v = float(v)
+        if pend_day is not None and pend_day > day:
+            # a late value of an earlier day: it is already past, fold it directly
+            n, s1, s2 = n + 1, s1 + v, s2 + v * v
+        else:
+            if pend_day is not None and pend_day < day:
+                n, s1, s2 = n + 1, s1 + pend, s2 + pend * pend
+            pend_day, pend = day, v
+        mu = s1 / n if n else None
+        sigma = max(s2 / n - mu * mu, 0.0) ** 0.5 if mu is not None else None
         out[rl.baseline_field(loc, slot)] = json.dumps(
-            {"mu": mu, "sigma": sigma, "n": n, "s1": s1, "s2": s2})
+            {"mu": mu, "sigma": sigma, "n": n, "s1": s1, "s2": s2,
+             "day": pend_day, "pending": pend})
     return out

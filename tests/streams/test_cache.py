@@ -1,0 +1,73 @@
+"""The cache writer against a real Redis (conftest ``redis_url``/``redis_client``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from streams import redis_layout as rl
+from streams.cache import CacheWriter
+from streams.pipeline.release import Release, TickOutput
+
+TICK_S = 300.0
+DAY0 = 1_767_571_200.0  # 2026-01-05 00:00 UTC
+LOCS = ["room-a", "room-b"]
+
+
+def _out(tick: float, values: list[float], mech: str = "laplace") -> TickOutput:
+    rec = {"mechanism": mech, "tick": int(tick), "epsilon": 0.5}
+    return TickOutput(tick, [Release(mech, tick, values, 0.5)], [], [rec])
+
+
+async def _write(url: str, outs: list[TickOutput]) -> None:
+    import redis.asyncio as aredis
+
+    client = aredis.Redis.from_url(url)
+    try:
+        w = CacheWriter(client, LOCS, tick_s=TICK_S, retention_ticks=10_000)
+        for out in outs:
+            await w.write_tick(out)
+    finally:
+        await client.aclose()
+
+
+def _baseline(redis_client: Any, tick: float, loc: str = "room-a") -> dict[str, Any]:
+    raw = redis_client.hget(rl.baseline("laplace"),
+                            rl.baseline_field(loc, rl.slot_of(tick, TICK_S)))
+    return json.loads(raw)
+
+
+def test_baseline_uses_past_days_only(redis_url: str, redis_client: Any) -> None:
+    t1 = DAY0 + 10 * 3600  # 10:00 on three consecutive days
+    t2, t3 = t1 + 86400, t1 + 2 * 86400
+    asyncio.run(_write(redis_url, [_out(t1, [5.0, 1.0])]))
+    b = _baseline(redis_client, t1)
+    # day 1: no past day yet, today's value must not be its own baseline
+    assert b["n"] == 0 and b["mu"] is None and b["sigma"] is None
+    asyncio.run(_write(redis_url, [_out(t2, [9.0, 1.0])]))
+    b = _baseline(redis_client, t2)
+    assert b["n"] == 1 and b["mu"] == pytest.approx(5.0) and b["sigma"] == pytest.approx(0.0)
+    asyncio.run(_write(redis_url, [_out(t3, [1.0, 1.0])]))
+    b = _baseline(redis_client, t3)
+    assert b["n"] == 2 and b["mu"] == pytest.approx(7.0) and b["sigma"] == pytest.approx(2.0)
+    # another slot of day 3 is untouched by the 10:00 values
+    assert redis_client.hget(rl.baseline("laplace"),
+                             rl.baseline_field("room-a", rl.slot_of(t3 + TICK_S, TICK_S))) is None
+
+
+def test_replay_folds_nothing_twice(redis_url: str, redis_client: Any) -> None:
+    t1 = DAY0 + 15 * 3600
+    t2 = t1 + 86400
+    outs = [_out(t1, [4.0, 2.0]), _out(t2, [6.0, 2.0])]
+    # a crash replays both ticks, a second worker replays the later one again
+    asyncio.run(_write(redis_url, outs))
+    asyncio.run(_write(redis_url, outs))
+    asyncio.run(_write(redis_url, outs[1:]))
+    b = _baseline(redis_client, t2)
+    assert b["n"] == 1 and b["mu"] == pytest.approx(4.0)
+    spent = redis_client.hget(rl.ledger_spent("2026-01-05"), "laplace")
+    assert float(spent) == pytest.approx(0.5)
+    assert redis_client.xlen(rl.LEDGER_STREAM) == 2
