@@ -122,9 +122,23 @@ class Releaser:
             m.update(guarantee="none (no formal guarantee)", ttl_s=s.ttl_s, epsilon=0)
         else:
             m.update(epsilon=s.epsilon_of(name), noise="discrete Laplace")
-        if name in ("pegasus", "hpegasus"):
-            m.update(smoother=s.pegasus_smoother, perturb_share=0.8)
+        if name == "pegasus":
+            cfg = self._pegasus_mod.PegasusConfig(s.pegasus_epsilon, smoother=s.pegasus_smoother)
+            m.update(smoother=s.pegasus_smoother, perturb_share=cfg.perturb_share)
+        elif name == "hpegasus":
+            cfg = self._hier_mod.HierarchicalConfig(s.hpegasus_epsilon,
+                                                    smoother=s.pegasus_smoother)
+            # every level runs PeGaSus at ε/levels (hierarchical.py; PeGaSus Algorithm 4)
+            m.update(smoother=s.pegasus_smoother, perturb_share=cfg.perturb_share,
+                     levels=self.tree.height)
         return m
+
+    @property
+    def tree(self) -> Any:
+        """The site's location tree (building → floor → location) for hierarchical PeGaSus."""
+        if self._tree is None:
+            self._tree = self._hier_mod.tree_from_paths(self.site.hierarchy())
+        return self._tree
 
     # ---- per tick -------------------------------------------------------------------
     def run(self, tick: float, counts: list[int], ttl: list[int],
@@ -199,10 +213,7 @@ class Releaser:
 
     def _hpegasus(self, c: np.ndarray, tick: float, state: bytes | None
                   ) -> tuple[Release, bytes | None]:
-        mod, eps = self._hier_mod, self.s.hpegasus_epsilon
-        if self._tree is None:
-            self._tree = mod.tree_from_paths(self.site.hierarchy())
-        tree = self._tree
+        mod, eps, tree = self._hier_mod, self.s.hpegasus_epsilon, self.tree
         cfg = mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother)
         st = mod.HierarchicalState.from_bytes(state) if state else mod.initialize(tree, cfg)
         rng = keyed_rng(self.s.secret, "hpegasus", tick, "all")

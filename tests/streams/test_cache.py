@@ -71,3 +71,33 @@ def test_replay_folds_nothing_twice(redis_url: str, redis_client: Any) -> None:
     spent = redis_client.hget(rl.ledger_spent("2026-01-05"), "laplace")
     assert float(spent) == pytest.approx(0.5)
     assert redis_client.xlen(rl.LEDGER_STREAM) == 2
+
+
+def test_hpegasus_meta_publishes_the_tree_height(redis_url: str, redis_client: Any) -> None:
+    from dashboards.uncertainty import noise_scale
+    from mechanisms.hierarchical import tree_from_paths
+    from streams.buildings import load_site
+    from streams.pipeline.release import Releaser
+    from streams.settings import load_settings
+
+    site = load_site("dbh")
+    s = load_settings(env={"OCCUSTREAM_SECRET": "x" * 32, "OCCUSTREAM_MECHANISMS": "hpegasus"})
+    metas = {m: Releaser(s, site).meta(m) for m in ("hpegasus",)}
+
+    async def write() -> None:
+        import redis.asyncio as aredis
+
+        client = aredis.Redis.from_url(redis_url)
+        try:
+            await CacheWriter(client, site.location_ids, tick_s=TICK_S,
+                              retention_ticks=10).write_meta(metas)
+        finally:
+            await client.aclose()
+
+    asyncio.run(write())
+    meta = {k.decode(): json.loads(v)
+            for k, v in redis_client.hgetall(rl.meta("hpegasus")).items()}
+    h = tree_from_paths(site.hierarchy()).height
+    assert meta["levels"] == h
+    scale, _ = noise_scale("hpegasus", meta)
+    assert scale == pytest.approx(h / (s.hpegasus_epsilon * meta["perturb_share"]))
