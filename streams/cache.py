@@ -71,26 +71,49 @@ class CacheWriter:
         return bool(mechs) and all(await pipe.execute())
 
     async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
-        """Write one final tick: releases, baselines, ledger, alerts (idempotent)."""
+        """Write one final tick: releases, baselines, ledger, alerts (idempotent).
+
+        The ``occ:{mech}:done`` flags and the baselines are read under WATCH, so two
+        writers of the same tick (e.g. overlapping owners during a rebalance) cannot
+        both see "not done" and charge the ledger twice: the second transaction aborts
+        and retries, and then finds the tick done.
+        """
+        from redis.exceptions import WatchError
+
+        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
+        watched = ([rl.release_done(m) for m in ledger_mechs]
+                   + sorted({rl.baseline(rel.mechanism) for rel in out.releases}))
+        async with self.r.pipeline(transaction=True) as tx:
+            while True:
+                await tx.watch(*watched)
+                try:
+                    await self._write_tick(tx, out, ledger_mechs, true_counts)
+                    return
+                except WatchError:
+                    log.info("tick %s: concurrent cache write; retrying", out.tick)
+
+    async def _write_tick(self, tx: Any, out: TickOutput, ledger_mechs: Sequence[str],
+                          true_counts: Sequence[int] | None) -> None:
         tick = out.tick
         tj = _tick_json(tick)
         slot = rl.slot_of(tick, self.tick_s)
         day = _day(tick)
         mechs = [rel.mechanism for rel in out.releases]
+        # reads on another connection in one round trip: WATCH (on tx's connection) is
+        # already set, so any change after it aborts the transaction
         pipe = self.r.pipeline(transaction=False)
-        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
         for m in ledger_mechs:
             pipe.sismember(rl.release_done(m), tj)
-        done = dict(zip(ledger_mechs, await pipe.execute(), strict=True))
         # baselines need the current accumulators of the slot
-        pipe = self.r.pipeline(transaction=False)
         for rel in out.releases:
             pipe.hmget(rl.baseline(rel.mechanism),
                        [rl.baseline_field(loc, slot) for loc in self.locations])
-        current = await pipe.execute()
+        got = await pipe.execute()
+        done = dict(zip(ledger_mechs, got[:len(ledger_mechs)], strict=True))
+        current = got[len(ledger_mechs):]
 
+        tx.multi()
         trim = slot % TRIM_EVERY_TICKS == 0  # trimming every tick doubles the commands
-        tx = self.r.pipeline(transaction=True)
         for rel, cur in zip(out.releases, current, strict=True):
             mech = rel.mechanism
             latest: dict[str, str] = {}

@@ -101,3 +101,25 @@ def test_hpegasus_meta_publishes_the_tree_height(redis_url: str, redis_client: A
     assert meta["levels"] == h
     scale, _ = noise_scale("hpegasus", meta)
     assert scale == pytest.approx(h / (s.hpegasus_epsilon * meta["perturb_share"]))
+
+
+def test_concurrent_writers_charge_the_ledger_once(redis_url: str, redis_client: Any) -> None:
+    import redis.asyncio as aredis
+
+    ticks = [DAY0 + 8 * 3600 + k * TICK_S for k in range(5)]
+
+    async def run() -> None:
+        clients = [aredis.Redis.from_url(redis_url) for _ in range(3)]
+        try:
+            writers = [CacheWriter(c, LOCS, tick_s=TICK_S, retention_ticks=10_000)
+                       for c in clients]
+            for t in ticks:  # overlapping owners write the same tick at the same time
+                await asyncio.gather(*(w.write_tick(_out(t, [3.0, 4.0])) for w in writers))
+        finally:
+            for c in clients:
+                await c.aclose()
+
+    asyncio.run(run())
+    assert redis_client.xlen(rl.LEDGER_STREAM) == len(ticks)
+    spent = float(redis_client.hget(rl.ledger_spent("2026-01-05"), "laplace"))
+    assert spent == pytest.approx(0.5 * len(ticks))
