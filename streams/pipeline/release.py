@@ -148,7 +148,12 @@ class Releaser:
         releases, ledger, new_states = [], [], {}
         for name, fn in self._mechs.items():
             if name == "ttl":
-                rel, st = Release("ttl", tick, [float(v) for v in (ttl or counts)], 0.0), None
+                if not ttl:
+                    # never fall back to the true counts: they are not a release
+                    log.warning("tick %s: no TTL-salt counts (a presence stage without "
+                                "ttl tracking?); ttl release skipped", tick)
+                    continue
+                rel, st = Release("ttl", tick, [float(v) for v in ttl], 0.0), None
             else:
                 rel, st = fn(c, tick, states.get(name))
             new_states[name] = st
