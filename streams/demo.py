@@ -66,6 +66,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def safe_url(url: str | None) -> str:
+    """``url`` with any user/password part replaced by ``***`` (for terminal and logs)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url if "://" in url else f"//{url}")
+    except ValueError:
+        return "<unparseable url>"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    out = urlunsplit(parts._replace(netloc=f"***@{host}"))
+    return out if "://" in url else out.removeprefix("//")
+
+
 def _port_free(port: int) -> bool:
     import socket
 
@@ -180,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                  "--topic", s.topic("wifi.observations"), "--speed", str(args.speed), "-q"],
                 env, log_dir / "simulator.log"))
             print(f"occustream demo — site {site.name} ({len(site.location_ids)} locations)")
-            print(f"  Kafka  {svc.kafka_bootstrap}   Redis {svc.redis_url}")
+            print(f"  Kafka  {safe_url(svc.kafka_bootstrap)}   Redis {safe_url(svc.redis_url)}")
             if dash_url:
                 for role, token in tokens.items():
                     print(f"  dashboard ({role}) {dash_url}#token={token}")

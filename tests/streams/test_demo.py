@@ -71,3 +71,14 @@ def test_demo_shows_releases_and_alerts_then_stops_cleanly(tmp_path):
     while child_pids(family) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert child_pids(family) == []
+
+
+def test_safe_url_hides_credentials() -> None:
+    from streams.demo import safe_url
+
+    assert safe_url("redis://:hunter2@db.example:6379/0") == "redis://***@db.example:6379/0"
+    assert safe_url("redis://user:pw@h:1") == "redis://***@h:1"
+    assert "pw" not in safe_url("user:pw@broker:9092")
+    assert safe_url("redis://127.0.0.1:6379") == "redis://127.0.0.1:6379"
+    assert safe_url("127.0.0.1:9092") == "127.0.0.1:9092"
+    assert safe_url(None) == ""
