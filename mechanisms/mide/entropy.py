@@ -56,6 +56,8 @@ from mechanisms.errors import InvalidParameterError, OccustreamError
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "LEVEL_ENUM_FIRST",
+    "LEVEL_ENUM_LIMIT",
     "MAX_NODES",
     "REL_TOL",
     "MinEntropySolution",
@@ -68,8 +70,17 @@ __all__ = [
 
 #: relative tolerance of the exact search (prune when bound ≥ best·(1 − REL_TOL)).
 REL_TOL = 1e-12
-#: search nodes after which :func:`min_entropy_solution` gives up (raises).
+#: search nodes after which :func:`min_entropy_solution` stops the branch-and-bound and
+#: returns the certified chord-LP lower bound with ``exact=False``.
 MAX_NODES = 200_000
+#: largest number of candidate vertices (G · Π_{g≠g*} (c_g + 1)) the polynomial level
+#: enumeration evaluates; above it the branch-and-bound runs instead.
+LEVEL_ENUM_LIMIT = 40_000_000
+_CHUNK = 1 << 20  # rows of the level enumeration evaluated at once (memory bound)
+#: "auto" runs the level enumeration first when it needs at most this many candidates
+#: (cheaper than the search); otherwise the search, then the enumeration only if the
+#: search hits :data:`MAX_NODES`.
+LEVEL_ENUM_FIRST = 20_000
 
 
 def _xlogx(p: np.ndarray | float) -> np.ndarray:
@@ -133,24 +144,104 @@ class MinEntropySolution:
     Attributes:
         value: γ, the minimum entropy in nats.
         p: a minimising posterior vector (original predicate order).
-        nodes: search nodes explored (a cost figure for benchmarks).
+        nodes: search nodes explored, or candidate vertices evaluated by the level
+            enumeration (a cost figure for benchmarks).
         exact: False when the search hit :data:`MAX_NODES`; ``value`` is then the
             chord-LP lower bound — conservative for a privacy metric (it understates the
             adversary's remaining uncertainty) — and ``p`` the best vertex found.
+        method: "levels" (polynomial level enumeration) or "search" (branch-and-bound).
     """
 
     value: float
     p: np.ndarray
     nodes: int
     exact: bool = True
+    method: str = "search"
 
 
-def min_entropy_solution(lower: np.ndarray, upper: np.ndarray) -> MinEntropySolution:
+def _levels_search(
+    n_g: list[int], d_g: list[float], w_g: list[float], lo_g: list[float], slack: float,
+    limit: int,
+) -> tuple[float, list[int], tuple[int, float] | None, int] | None:
+    """Exact minimum by enumerating count vectors of all levels but one (Lemma 3).
+
+    Levels t = 0..G−1 have n_g[t] members with bounds [lo_g[t], lo_g[t] + d_g[t]],
+    d_g[t] > 0, and cost w_g[t] of moving one member up. Returns (cost above the
+    all-lower base, counts at the upper bound per level, free (level, x) or None,
+    candidates evaluated), or None when G · Π_{g≠g*} (c_g + 1) exceeds ``limit``.
+    """
+    big_g = len(n_g)
+    star = int(np.argmax(n_g))  # the level whose count is solved, not enumerated
+    rest = [t for t in range(big_g) if t != star]
+    shape = tuple(n_g[t] + 1 for t in rest)
+    size = math.prod(shape)
+    if size * big_g > limit:
+        return None
+    tol = 1e-12
+    d_rest = np.array([d_g[t] for t in rest], dtype=float)
+    w_rest = np.array([w_g[t] for t in rest], dtype=float)
+    n_rest = np.array([n_g[t] for t in rest], dtype=float)
+    d_s, w_s, c_s = d_g[star], w_g[star], n_g[star]
+    best: tuple[float, list[int], int, int, float] | None = None  # value, rest, n*, φ, x
+    for start in range(0, size, _CHUNK):
+        flat = np.arange(start, min(size, start + _CHUNK))
+        cnt = np.stack(np.unravel_index(flat, shape), axis=1).astype(float) if rest else (
+            np.zeros((1, 0)))
+        rem0 = slack - cnt @ d_rest  # slack left for level star and the free member
+        cost0 = cnt @ w_rest
+        for phi in range(big_g):
+            if phi == star:
+                cap_s = c_s - 1
+                ok = np.ones(cnt.shape[0], dtype=bool)
+            else:
+                cap_s = c_s
+                j = rest.index(phi)
+                ok = cnt[:, j] < n_rest[j]
+            # 0 <= rem0 − n·d_s <= d_phi  ⇔  (rem0 − d_phi)/d_s <= n <= rem0/d_s
+            n_min = np.maximum(np.ceil((rem0 - d_g[phi]) / d_s - tol), 0.0)
+            n_max = np.minimum(np.floor(rem0 / d_s + tol), float(cap_s))
+            ok &= n_min <= n_max
+            for n_cand in (n_min, n_max):  # concave in n: an end point is optimal
+                x = rem0 - n_cand * d_s
+                feas = ok & (x >= -tol) & (x <= d_g[phi] + tol)
+                if not feas.any():
+                    continue
+                x = np.clip(x, 0.0, d_g[phi])
+                val = cost0 + n_cand * w_s + _xlogx(lo_g[phi] + x) - _h(lo_g[phi])
+                val = np.where(feas, val, math.inf)
+                row = int(np.argmin(val))
+                if best is None or val[row] < best[0]:
+                    best = (float(val[row]), [int(c) for c in cnt[row]], int(n_cand[row]),
+                            phi, float(x[row]))
+    # every member at its upper bound (no free member): only if Σ u = 1
+    full_rem = slack - float(np.dot(n_g, d_g))
+    full_cost = float(np.dot(n_g, w_g))
+    candidates = 2 * big_g * size
+    if abs(full_rem) <= tol and (best is None or full_cost < best[0]):
+        return full_cost, list(n_g), None, candidates
+    if best is None:  # pragma: no cover - feasibility was checked by the caller
+        raise OccustreamError("min-entropy level search found no vertex (numerical trouble)")
+    value, rest_counts, n_star, phi, x = best
+    counts_up = [0] * big_g
+    for j, t in enumerate(rest):
+        counts_up[t] = rest_counts[j]
+    counts_up[star] = n_star
+    return value, counts_up, (phi, x), candidates
+
+
+def min_entropy_solution(
+    lower: np.ndarray, upper: np.ndarray, *, method: str = "auto"
+) -> MinEntropySolution:
     """Exact minimum of Σ −p_i ln p_i subject to lower ≤ p ≤ upper, Σ p = 1.
 
     Args:
         lower: lower bounds l_i ≥ 0.
         upper: upper bounds u_i ≥ l_i, with Σ l ≤ 1 ≤ Σ u.
+        method: "levels" (polynomial level enumeration, Lemma 3; raises if it would
+            exceed :data:`LEVEL_ENUM_LIMIT` candidates), "search" (branch-and-bound only)
+            or "auto" (levels if within :data:`LEVEL_ENUM_FIRST`, else search, falling
+            back to levels within :data:`LEVEL_ENUM_LIMIT` if the search hits
+            :data:`MAX_NODES`).
 
     Returns:
         The minimum, a minimiser and the number of nodes explored.
@@ -158,6 +249,10 @@ def min_entropy_solution(lower: np.ndarray, upper: np.ndarray) -> MinEntropySolu
     Raises:
         InvalidParameterError: if the bounds are malformed or infeasible.
     """
+    if method not in ("auto", "levels", "search"):
+        raise InvalidParameterError(
+            f"method must be one of 'auto', 'levels', 'search', not {method!r}"
+        )
     lo = np.asarray(lower, dtype=float).ravel()
     hi = np.asarray(upper, dtype=float).ravel()
     if lo.shape != hi.shape or lo.size == 0:
@@ -243,7 +338,21 @@ def min_entropy_solution(lower: np.ndarray, upper: np.ndarray) -> MinEntropySolu
         return MinEntropySolution(float(value), lo.copy(), 0)
     root_bound = lp_bound(0, slack, math.inf, 0.0)
     exact = True
-    push(0, slack, 0.0, math.inf, 0.0)
+    level_sol = None
+    if method != "search":
+        limit = LEVEL_ENUM_LIMIT if method == "levels" else LEVEL_ENUM_FIRST
+        level_sol = _levels_search(n_g, d_g, w_g, lo_g, slack, limit)
+    if level_sol is None and method == "levels":
+        raise InvalidParameterError(
+            f"method must be 'auto' or 'search' for {big_g} distinct bound pairs with "
+            f"counts {sorted(n_g)[:8]}..., not 'levels' (over LEVEL_ENUM_LIMIT candidates)"
+        )
+    used = "search"
+    if level_sol is not None:
+        best_val, best_counts, best_free, nodes = level_sol
+        used = "levels"
+    else:
+        push(0, slack, 0.0, math.inf, 0.0)
     while stack:
         nodes += 1
         if nodes > MAX_NODES and best_counts is not None:
@@ -284,6 +393,12 @@ def min_entropy_solution(lower: np.ndarray, upper: np.ndarray) -> MinEntropySolu
                 best_free = free
             continue
         push(t + 1, new_rem, new_cost, n_slope, n_cap)
+    if not exact and method == "auto":  # budget hit: the polynomial enumeration, if small
+        level_sol = _levels_search(n_g, d_g, w_g, lo_g, slack, LEVEL_ENUM_LIMIT)
+        if level_sol is not None:
+            best_val, best_counts, best_free, level_nodes = level_sol
+            nodes += level_nodes
+            exact, used = True, "levels"
     if best_counts is None:  # pragma: no cover - feasibility was checked above
         raise OccustreamError("min-entropy search found no vertex (numerical trouble)")
     # --- reconstruct a minimiser -----------------------------------------------------
@@ -300,8 +415,8 @@ def min_entropy_solution(lower: np.ndarray, upper: np.ndarray) -> MinEntropySolu
             "min-entropy search stopped after %d nodes (%d predicates, %d distinct bounds); "
             "reporting the conservative LP lower bound", nodes, lo.size, big_g
         )
-        return MinEntropySolution(float(base + root_bound), p, nodes, exact=False)
-    return MinEntropySolution(float(base + best_val), p, nodes)
+        return MinEntropySolution(float(base + root_bound), p, nodes, exact=False, method=used)
+    return MinEntropySolution(float(base + best_val), p, nodes, method=used)
 
 
 def min_entropy(epsilons: np.ndarray, priors: np.ndarray | None = None) -> float:
