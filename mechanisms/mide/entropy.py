@@ -9,36 +9,57 @@ non-uniform priors q)::
 and γ(Θ) = min Σ −p̂_i ln p̂_i over that box intersected with the simplex (natural log,
 nats). A high γ means a low privacy loss.
 
-Exact algorithm (:func:`min_entropy_solution`). Thesis Algorithm 5 recurses twice per
-level (2^k calls); its Algorithm 8 only trims cases. Here:
+Exact algorithms (:func:`min_entropy_solution`). Thesis Algorithm 5 recurses twice per
+level (2^k calls); its Algorithm 8 only trims cases. Write f(p) = −p ln p, s = 1 − Σ l_i
+(the slack), Δ_i = u_i − l_i, w_i = f(u_i) − f(l_i) (cost of moving i from l_i to u_i).
 
-1. *Vertex structure.* The objective is concave, so its minimum over the polytope is at
-   a vertex: every coordinate at a bound except at most one ("free") coordinate. Write
-   p_i = l_i + x_i; the slack s = 1 − Σ l_i is spread with x_i ∈ {0, Δ_i}
-   (Δ_i = u_i − l_i) except for the free one.
-2. *Ties.* Predicates with equal bounds (equal ε and prior; a MIDE run produces only a
-   handful of distinct ε) are interchangeable, so a vertex is a vector of counts c_g
-   (members of group g at the upper bound) plus one free member of a group that still
-   has a member at its lower bound.
-3. *Bound.* On [l_i, u_i] the concave −p ln p lies above its chord, so replacing every
-   term by its chord gives a linear program whose optimum (a fractional knapsack: fill
-   groups by increasing chord slope) is a valid lower bound, tight at vertices except
-   for the free coordinate. Depth-first search over the counts, in chord-slope order,
-   trying the LP count first and pruning every branch whose bound is not below the best
-   vertex found, enumerates all vertex classes that can beat the incumbent — the result
-   is the exact minimum (to floating-point tolerance :data:`REL_TOL`).
+*Lemma 1 (vertices; proven).* The objective is concave and the feasible set a polytope,
+so the minimum is attained at a vertex; a vertex of {l ≤ p ≤ u, Σp = 1} has k − 1
+linearly independent active bounds, i.e. every coordinate at a bound except at most
+one "free" coordinate φ. Its cost is Σ f(l) + Σ_{i∈U} w_i + f(l_φ + x) − f(l_φ) with
+U the set at the upper bound and x = s − Σ_U Δ_i ∈ [0, Δ_φ].
 
-Cost: O(log G) per explored node for G distinct bound pairs, plus O(k log k) to group.
-With the few distinct ε of a MIDE run (TSLM: 1, PPWLM/DPPWLM: ≤ m) the search explores
-tens of nodes, so 10,000 predicates take milliseconds; 10,000 pairwise distinct ε took
-~0.5 s here (bench/bench_mide.py). Many large groups of *slightly* different ε (tens of
-levels with hundreds of members each) are the hard case. The problem contains a
-subset-sum-like choice of which predicates sit at their upper bounds (the nested
-intervals of uniform priors do *not* make the optimal upper-bound set a prefix by
-ε — see ``tests/mechanisms/mide/test_mide_entropy.py``), so no polynomial bound is
-claimed for vectors of thousands of *pairwise distinct* ε; the search is exact there
-too and :data:`MAX_NODES` caps the work (raising rather than returning a wrong value).
-:func:`min_entropy_bruteforce` enumerates every vertex (k ≤ 16) and is the test oracle.
+*Lemma 2 (ties; proven).* Predicates with the same (l, u) pair — the same ε (and prior)
+— are interchangeable, so with G distinct pairs ("levels", c_g members each) a vertex
+class is a count vector n (0 ≤ n_g ≤ c_g members of level g up) plus the level φ of
+the free member (n_φ < c_φ).
+
+*Lemma 3 (one count is solved; proven).* Fix φ and every count but n_{g*}. Then the
+cost is a·n_{g*} + f(l_φ + R − n_{g*}Δ_{g*}) + const — affine plus concave of an affine
+map, hence concave in n_{g*} — over the integer interval where 0 ≤ x ≤ Δ_φ; a concave
+function on an interval is minimised at an end point. So the minimum is among
+2·G·Π_{g≠g*}(c_g + 1) candidates (g* = the largest level): **polynomial,
+O(G·(k/(G−1) + 1)^(G−1)), for a fixed number G of distinct ε** — O(1) for TSLM (G = 1),
+O(k) for G = 2, O(k²) for G = 3. This "level enumeration" is used directly when it
+needs ≤ :data:`LEVEL_ENUM_FIRST` candidates.
+
+*Branch-and-bound (exact when it finishes).* On [l_i, u_i] the concave f lies above its
+chord, so replacing every term by its chord gives a linear program (a fractional
+knapsack: fill levels by increasing chord slope) whose optimum is a valid lower bound,
+tight except for the free coordinate. Depth-first search over the counts in chord-slope
+order, pruning every branch whose bound is not below the best vertex found
+(:data:`REL_TOL`), returns the exact minimum; a MIDE output (a handful of distinct ε)
+takes tens of nodes (≈ 10 ms for 10,000 predicates). If it hits :data:`MAX_NODES`, the
+level enumeration runs if it needs ≤ :data:`LEVEL_ENUM_LIMIT` candidates (e.g. three
+levels of 3,000–4,000 members, ≈ 3 s); otherwise the result is the certified chord-LP
+lower bound with ``exact=False`` (conservative for a privacy metric).
+
+*What is not solved.* For many distinct ε the vertex problem is a 0-1 knapsack with
+an exact-fit condition (choose U with s − Δ_φ ≤ Σ_U Δ_i ≤ s) and a concave last term;
+the chord-LP bound is tight exactly when some U fills the slack, so the search must
+certify that no better fit exists. Observed on random k ≤ 12: the optimal U is neither
+a prefix by ε (``test_upper_bound_set_is_not_a_prefix_by_epsilon``) nor a prefix plus
+one extra item (up to 3 items beyond the first gap; the free predicate is neither the
+widest nor the narrowest one at its lower bound in ~14 % of cases), so no
+greedy/exchange rule holds. No polynomial exact algorithm for pairwise-distinct ε is
+known to us and none is claimed (no hardness proof either). Pairwise-distinct ε drawn
+from Exp(1) finish exactly (≈ 0.1 s, 10,000 predicates), but near-equal ε (e.g. 10,000
+distinct values in [0, 3], or tens of close levels) hit the budget and return
+``exact=False`` (LP bound within ~1e-5–2e-3 nats of the best vertex found).
+
+Verification: :func:`min_entropy_bruteforce` enumerates every vertex (k ≤ 16) and is
+the test oracle for both methods (thousands of random instances, k ≤ 10, ties, extreme
+and zero ε, non-uniform priors) — ``tests/mechanisms/mide/test_mide_entropy.py``.
 """
 
 from __future__ import annotations

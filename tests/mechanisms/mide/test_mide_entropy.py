@@ -1,4 +1,4 @@
-"""Min-entropy γ(Θ): exact search vs brute-force vertex enumeration."""
+"""Min-entropy γ(Θ): level enumeration and exact search vs brute-force vertex enumeration."""
 
 import itertools
 import math
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mechanisms.errors import InvalidParameterError
+from mechanisms.mide import entropy as entropy_module
 from mechanisms.mide.entropy import (
     entropy,
     min_entropy,
@@ -19,30 +20,80 @@ from mechanisms.mide.entropy import (
 def _random_eps(rng, k):
     scale = rng.choice([1e-6, 0.01, 0.1, 0.5, 2.0, 30.0])
     eps = rng.exponential(scale, k)
-    kind = rng.integers(4)
+    kind = rng.integers(5)
     if kind == 1:  # ties
         eps = rng.choice(eps[: max(1, k // 3)], k)
     elif kind == 2:  # extreme spread
         eps[rng.integers(k)] = 60.0
         eps[rng.integers(k)] = 0.0
+    elif kind == 3:  # coarse levels (many ties, some zero)
+        eps = np.round(eps, 1)
+    elif kind == 4:  # near-equal ε (the search's hard case)
+        eps = 0.3 + 1e-3 * rng.random(k)
     return eps
 
 
-def test_exact_search_equals_brute_force_on_random_small_instances():
+N_RANDOM_CASES = 2000
+
+
+def _check_solution(sol, lo, hi, expected):
+    assert sol.exact
+    assert sol.value == pytest.approx(expected, abs=1e-9)
+    # the minimiser is feasible, attains the value and is a vertex (Lemma 1)
+    assert sol.p.sum() == pytest.approx(1.0, abs=1e-9)
+    assert np.all(sol.p >= lo - 1e-12) and np.all(sol.p <= hi + 1e-12)
+    assert entropy(sol.p) == pytest.approx(sol.value, abs=1e-9)
+    inside = (sol.p > lo + 1e-13) & (sol.p < hi - 1e-13)
+    assert inside.sum() <= 1
+
+
+def test_both_methods_equal_brute_force_on_random_small_instances():
     rng = np.random.default_rng(2024)
-    for _ in range(300):
+    for _ in range(N_RANDOM_CASES):
         k = int(rng.integers(1, 11))
         eps = _random_eps(rng, k)
         priors = rng.uniform(0.2, 5.0, k) if rng.random() < 0.3 else None
         lo, hi = posterior_bounds(eps, priors)
-        sol = min_entropy_solution(lo, hi)
         brute = min_entropy_bruteforce(lo, hi)
-        assert sol.exact
-        assert sol.value == pytest.approx(brute, abs=1e-9), (eps, priors)
-        # the minimiser is feasible and attains the value
-        assert sol.p.sum() == pytest.approx(1.0, abs=1e-9)
-        assert np.all(sol.p >= lo - 1e-12) and np.all(sol.p <= hi + 1e-12)
-        assert entropy(sol.p) == pytest.approx(sol.value, abs=1e-9)
+        for method in ("levels", "search", "auto"):
+            _check_solution(min_entropy_solution(lo, hi, method=method), lo, hi, brute)
+
+
+def test_level_enumeration_equals_search_with_many_ties():
+    rng = np.random.default_rng(77)
+    for _ in range(60):
+        n_levels = int(rng.integers(1, 4))
+        levels = rng.exponential(rng.choice([0.01, 0.3, 2.0]), n_levels)
+        sizes = rng.integers(1, 60, n_levels)
+        lo, hi = posterior_bounds(np.repeat(levels, sizes))
+        by_search = min_entropy_solution(lo, hi, method="search")
+        by_levels = min_entropy_solution(lo, hi, method="levels")
+        assert by_search.exact and by_levels.method == "levels"
+        assert by_levels.value == pytest.approx(by_search.value, abs=1e-9), (levels, sizes)
+
+
+def test_search_budget_falls_back_to_exact_level_enumeration(monkeypatch):
+    # three close levels: the search needs many nodes; with a tiny budget "auto" must
+    # still be exact through the polynomial enumeration
+    eps = np.repeat([0.3, 0.3001, 0.3002], [30, 30, 40])
+    lo, hi = posterior_bounds(eps)
+    reference = min_entropy_solution(lo, hi, method="levels").value
+    monkeypatch.setattr(entropy_module, "MAX_NODES", 3)
+    monkeypatch.setattr(entropy_module, "LEVEL_ENUM_FIRST", 0)
+    cut = min_entropy_solution(lo, hi, method="search")
+    assert not cut.exact and cut.value <= reference + 1e-12  # certified lower bound
+    sol = min_entropy_solution(lo, hi)
+    assert sol.exact and sol.method == "levels"
+    assert sol.value == pytest.approx(reference, abs=1e-12)
+
+
+def test_method_must_be_known_and_levels_must_fit(monkeypatch):
+    lo, hi = posterior_bounds(np.array([0.1, 0.2, 0.3]))
+    with pytest.raises(InvalidParameterError):
+        min_entropy_solution(lo, hi, method="greedy")
+    monkeypatch.setattr(entropy_module, "LEVEL_ENUM_LIMIT", 1)
+    with pytest.raises(InvalidParameterError):
+        min_entropy_solution(lo, hi, method="levels")
 
 
 def test_equal_epsilons_and_zero_epsilons():
