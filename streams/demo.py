@@ -116,7 +116,7 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def _render(r: Any, mech: str, locations: list[str], show: int, names: dict[str, str],
-            capacity: dict[str, int]) -> str:
+            capacity: dict[str, int], tick_s: float) -> str:
     latest = {k.decode(): json.loads(v) for k, v in r.hgetall(rl.latest(mech)).items()}
     if not latest:
         return f"[{mech}] waiting for the first final tick…"
@@ -131,11 +131,25 @@ def _render(r: Any, mech: str, locations: list[str], show: int, names: dict[str,
     alerts = r.xrevrange(rl.ALERTS_STREAM, count=3)
     lines.append(f"  alerts: {r.xlen(rl.ALERTS_STREAM)} in total")
     for _, fields in alerts:
-        a = json.loads(fields[b"data"])
-        lines.append(f"   ! {time.strftime('%a %H:%M', time.gmtime(a['tick']))} "
-                     f"{names.get(a['location'], a['location'])} over capacity "
-                     f"{a['capacity']} ({a['algorithm']}, β={a['beta']})")
+        lines.append(_alert_line(json.loads(fields[b"data"]), names, tick_s))
     return "\n".join(lines)
+
+
+def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
+    """One alert for the terminal, with its window: a tick, or the hour ending at it.
+
+    MIDE raises the same location both per tick and per hour (hourly peak); the window
+    tells the two apart (``alerts.firecode`` ``window``: ``tick`` or ``hour``).
+    """
+    tick = float(a["tick"])
+    if a.get("window") == "hour":
+        end = tick + tick_s  # the hour's last tick closes it
+        when = (f"{time.strftime('%a %H:%M', time.gmtime(end - 3600))}–"
+                f"{time.strftime('%H:%M', time.gmtime(end))} hourly peak")
+    else:
+        when = f"{time.strftime('%a %H:%M', time.gmtime(tick))} tick"
+    return (f"   ! {when}: {names.get(a['location'], a['location'])} over capacity "
+            f"{a['capacity']} ({a['algorithm']}, β={a['beta']})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"a worker exited (code {dead[0].returncode}); see {log_dir}",
                           file=sys.stderr)
                     return 1
-                print(_render(r, mech, list(site.location_ids), args.show, names, capacity),
+                print(_render(r, mech, list(site.location_ids), args.show, names, capacity,
+                              s.tick_s),
                       flush=True)
             return 0
         except KeyboardInterrupt:

@@ -82,3 +82,22 @@ def test_safe_url_hides_credentials() -> None:
     assert safe_url("redis://127.0.0.1:6379") == "redis://127.0.0.1:6379"
     assert safe_url("127.0.0.1:9092") == "127.0.0.1:9092"
     assert safe_url(None) == ""
+
+
+def test_render_tells_tick_and_hour_alerts_apart(redis_client) -> None:
+    import json
+
+    from streams import redis_layout as rl
+    from streams.demo import _render
+
+    tick = 1_767_571_200 + 9 * 3600 + 55 * 60  # Mon 2026-01-05 09:55 UTC: closes 09:00–10:00
+    redis_client.hset(rl.latest("laplace"), "r1", json.dumps({"tick": tick, "value": 90.0}))
+    for window in ("tick", "hour"):
+        redis_client.xadd(rl.ALERTS_STREAM, {"data": json.dumps(
+            {"tick": tick, "location": "r1", "capacity": 80, "algorithm": "tslm",
+             "beta": 0.05, "window": window})})
+    text = _render(redis_client, "laplace", ["r1"], 5, {"r1": "Room 1"}, {"r1": 80}, 300.0)
+    alert_lines = [ln for ln in text.splitlines() if "over capacity" in ln]
+    assert len(alert_lines) == 2 and len(set(alert_lines)) == 2
+    assert any("09:00–10:00" in ln and "hour" in ln for ln in alert_lines)
+    assert any("09:55 tick" in ln for ln in alert_lines)
