@@ -15,13 +15,22 @@ partials of all P partitions, finalises ticks in order, sends the true counts to
 Exactly-once releases on an at-least-once log (Tansu has no transactions): both agents
 batch with ``stream.take_events`` and, after each batch, (1) send their outputs and wait
 until the broker has them, (2) checkpoint their state *with the last input offset it
-includes* to Redis (a compare-and-set that never moves backwards), and only then
+includes* to the state store (a compare-and-set that never moves backwards), and only then
 (3) let Faust ack the batch, so committed offsets never pass the checkpoint. After a
 crash, restart or rebalance a stage reloads the checkpoint and skips records at or
 below its offset; everything after is replayed deterministically (noise from
 ``keyed_rng(secret, mechanism, tick, …)``), so no tick is skipped, none is released
 with different values, no device is counted twice. Faust's wall-clock
 ``on_window_close`` is not used.
+
+Two Redis stores (:meth:`streams.settings.Settings.state_store_url`): checkpoints hold
+sensitive state — true partial counts, the hourly count history of MIDE and PeGaSus state
+(occupancy stage), pseudonym location trails (presence stage) — so they live in the
+internal *state store* (by default the read model's server, next database number), never
+in the analysts' read model (``redis_url``). Each checkpoint is one key written by a
+single-key compare-and-set script, so it needs no transaction with the read model; the
+``occ:{mech}:done`` flags that make the read-model writes exactly-once stay in the read
+model, in the same MULTI/EXEC as the writes they guard (:mod:`streams.cache`).
 
 Records (JSON; DESIGN.md "Topics and records", with these refinements):
 
@@ -89,7 +98,7 @@ return 1
 
 
 class Pipeline:
-    """Per-worker runtime of the agents (state in memory, checkpoints in Redis)."""
+    """Per-worker runtime of the agents (state in memory, checkpoints in the state store)."""
 
     def __init__(self, settings: Settings, site: Site, app: faust.App) -> None:
         self.s = settings
@@ -113,6 +122,7 @@ class Pipeline:
         self.presence: dict[int, PartitionState] = {}
         self.occupancy: OccupancyState | None = None
         self._redis: Any = None
+        self._state: Any = None
         self._cache: CacheWriter | None = None
         self._cas: Any = None
         self._consumer: Any = None
@@ -135,13 +145,23 @@ class Pipeline:
             self._redis = aredis.Redis.from_url(
                 self.s.redis_url, socket_connect_timeout=30, socket_timeout=60,
                 health_check_interval=30)
-            self._cas = self._redis.register_script(_CAS)
             self._cache = CacheWriter(
                 self._redis, self.site.location_ids, tick_s=self.s.tick_s,
                 retention_ticks=self.s.retention_ticks, eval_mode=self.s.eval_mode)
             await self._cache.write_meta(
                 {m: self.releaser.meta(m) for m in self.releaser.mechanisms})
         return self._redis
+
+    async def state(self) -> Any:
+        """The async client of the internal state store (checkpoints, ex-post ledger)."""
+        if self._state is None:
+            import redis.asyncio as aredis
+
+            self._state = aredis.Redis.from_url(
+                self.s.state_store_url(), socket_connect_timeout=30, socket_timeout=60,
+                health_check_interval=30)
+            self._cas = self._state.register_script(_CAS)
+        return self._state
 
     async def send(self, topic: str, key: bytes | None, value: bytes,
                    partition: int | None = None) -> None:
@@ -168,6 +188,9 @@ class Pipeline:
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
+        if self._state is not None:
+            await self._state.aclose()
+            self._state = None
 
     @property
     def cache(self) -> CacheWriter:
@@ -177,11 +200,11 @@ class Pipeline:
         return self._cache
 
     async def _load(self, stage: str, partition: int) -> bytes | None:
-        r = await self.redis()
+        r = await self.state()
         return await r.hget(rl.state_key(self.s.app_id, stage, partition), "data")
 
     async def _save(self, stage: str, partition: int, offset: int, data: bytes) -> None:
-        await self.redis()
+        await self.state()
         await self._cas(keys=[rl.state_key(self.s.app_id, stage, partition)],
                         args=[offset, data])
 

@@ -13,6 +13,14 @@ Sources, later ones win:
    selectors ``KAFKA_BOOTSTRAP`` and ``REDIS_URL``;
 4. command-line options (``--tick-s 300``; see :func:`add_arguments`).
 
+Two Redis stores: ``redis_url`` is the analysts' read model (released values, alerts,
+public parameters); ``state_redis_url`` (env ``OCCUSTREAM_STATE_REDIS_URL``, flag
+``--state-redis-url``) is the internal store of sensitive pipeline state — stage
+checkpoints (true partial counts, hourly count history, PeGaSus state, pseudonym
+location trails) and the ex-post ε ledger. Unset, it is the read model's server with the
+next database number (``redis://h:6379/0`` → ``redis://h:6379/1``), see
+:meth:`Settings.state_store_url`; it may never equal ``redis_url``.
+
 The secret for pseudonyms and replay-safe noise comes from ``OCCUSTREAM_SECRET`` or the
 file named by ``OCCUSTREAM_SECRET_FILE`` (``--secret-file``); only demo mode may fall
 back to a built-in development secret, and says so loudly. The secret never appears in
@@ -54,6 +62,7 @@ class Settings:
     site: str = "dbh"
     kafka_bootstrap: str = ""
     redis_url: str = ""
+    state_redis_url: str = ""
     app_id: str = "occustream"
     topic_prefix: str = ""
     partitions: int = 4
@@ -116,6 +125,10 @@ class Settings:
             total += self.mide_epsilon_max * (2 if self.mide_hourly else 1)
         return total
 
+    def state_store_url(self) -> str:
+        """URL of the internal state store (``state_redis_url`` or redis_url's db + 1)."""
+        return self.state_redis_url or next_db_url(self.redis_url)
+
     def public(self) -> dict[str, Any]:
         """Settings safe to log or publish (no secret, no secret path)."""
         d = asdict(self)
@@ -125,12 +138,41 @@ class Settings:
         return d
 
 
+def next_db_url(url: str) -> str:
+    """``url`` with the next Redis database number (``/0`` → ``/1``; ``?db=N`` too).
+
+    Args:
+        url: a ``redis://``, ``rediss://`` or ``unix://`` URL ("" → "").
+
+    Raises:
+        ConfigError: when the database number is not an integer.
+    """
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    try:
+        if any(k == "db" for k, _ in query) or parts.scheme == "unix":
+            if not any(k == "db" for k, _ in query):
+                query.append(("db", "0"))
+            query = [(k, str(int(v) + 1) if k == "db" else v) for k, v in query]
+            return url.split("?", 1)[0] + "?" + urlencode(query)  # keeps unix:///path
+        db = int(parts.path.strip("/") or 0)
+    except ValueError:
+        raise ConfigError(f"redis_url must name an integer database, not {url!r}") from None
+    return urlunsplit(parts._replace(path=f"/{db + 1}"))
+
+
 _FIELDS = {f.name: f for f in fields(Settings) if f.name != "secret"}
 
 HELP = {
     "site": "building or campus (name in buildings/ or a JSON path)",
     "kafka_bootstrap": "Kafka bootstrap host:port (env KAFKA_BOOTSTRAP)",
     "redis_url": "Redis URL of the read model (env REDIS_URL)",
+    "state_redis_url": "Redis URL of the internal state store: checkpoints, ex-post ledger "
+                       "(default: redis_url's server, next database number)",
     "app_id": "consumer-group / checkpoint namespace; workers with one id share the work",
     "topic_prefix": "prefix of every topic name (tests, several deployments on one broker)",
     "partitions": "partitions of wifi.observations (created if missing)",
@@ -358,6 +400,9 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     if s.budget_epsilon_day < 0:
         raise ConfigError(
             f"budget_epsilon_day must be >= 0 (0 = none), not {s.budget_epsilon_day!r}")
+    if s.redis_url and s.state_store_url() == s.redis_url:
+        raise ConfigError("state_redis_url must differ from redis_url: the read model "
+                          "must not hold the pipeline's sensitive state")
     if not 0 <= s.web_port < 65536:
         raise ConfigError(f"web_port must be 0 (disabled) or a TCP port, not {s.web_port!r}")
     check_budget(s)
