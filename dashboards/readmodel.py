@@ -59,6 +59,26 @@ def public_alert(alert_id: str, raw: Any) -> dict[str, Any]:
     return out
 
 
+def _max_hour_epsilon(released: dict[float, float]) -> float:
+    """Worst ε over any hour ``[t, t + 3600)`` of a device present that whole hour.
+
+    Args:
+        released: ε of each release actually made (from the ledger), by tick epoch s.
+            A mechanism released once per hour thus counts once, not ``3600 / tick_s``
+            times.
+    """
+    ticks = sorted(released)
+    best = acc = 0.0
+    lo = 0
+    for t in ticks:
+        acc += released[t]
+        while ticks[lo] <= t - 3600:
+            acc -= released[ticks[lo]]
+            lo += 1
+        best = max(best, acc)
+    return best
+
+
 class ReadModel:
     """Async reads of the read model for one site (a ``redis.asyncio.Redis`` client)."""
 
@@ -255,8 +275,12 @@ class ReadModel:
         in parallel (max over locations) and the releases of one tick at different
         levels add; across ticks they compose sequentially. A device present in ``k``
         ticks of a day therefore loses ``Σ`` of the per-tick ε over those ``k`` ticks;
-        the worst case (present every released tick) is reported per day, and the rate
-        per hour present. TTL has no formal guarantee. Records are
+        the worst case (present every released tick) is reported per day, and the worst
+        ε over any hour present, both from the releases the ledger records (a mechanism
+        released once per hour counts once per hour). All mechanisms release the same
+        data, so they compose sequentially too: each day ends with a ``total`` row
+        (``"total": True``) summing every mechanism's releases, TTL excluded (listed in
+        ``excluded``; no formal guarantee). Records are
         :class:`mechanisms.accounting.LedgerRecord` dicts (``mechanism``, ``tick``,
         ``epsilon``, …); ``tick`` may be epoch seconds or a tick index ``k``.
         """
@@ -289,35 +313,47 @@ class ReadModel:
                 if tick < _EPOCH_MIN:  # a tick index k (DESIGN: t = k·tick_s)
                     idx_ticks.add((mech, tick))
             last = _s(rows[-1][0])
-        device_day: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+        # per (day, mech): {tick epoch s: ε of that release for one device}
+        released: dict[str, dict[str, dict[float, float]]] = defaultdict(
+            lambda: defaultdict(dict))
         mechs = await self.mechanisms()
         for (mech, tick), locs in per_tick.items():
             if (mech, tick) in idx_ticks:
                 tick = tick * (await self.tick_s(mech) if mech in mechs else DEFAULT_TICK_S)
-            day = day_of(tick)
-            d = device_day[day].setdefault(mech, {"ticks": 0, "worst_case_epsilon": 0.0,
-                                                   "max_tick_epsilon": 0.0})
-            e = max(locs.values())
-            d["ticks"] += 1
-            d["worst_case_epsilon"] += e
-            d["max_tick_epsilon"] = max(d["max_tick_epsilon"], e)
+            released[day_of(tick)][mech][tick] = max(locs.values())
         rows_out = []
-        for day in sorted(set(spent) | set(device_day)):
-            for mech in sorted(set(spent.get(day, {})) | set(device_day.get(day, {})) |
-                               {m for m in mechs if m.startswith("ttl")}):
-                dd = device_day.get(day, {}).get(mech)
+        for day in sorted(set(spent) | set(released)):
+            day_mechs = sorted(set(spent.get(day, {})) | set(released.get(day, {})) |
+                               {m for m in mechs if m.startswith("ttl")})
+            combined: dict[float, float] = defaultdict(float)
+            for mech in day_mechs:
+                rel = released.get(day, {}).get(mech)
                 ttl = mech.startswith("ttl")
-                tick_s = await self.tick_s(mech) if mech in mechs else DEFAULT_TICK_S
+                if rel and not ttl:
+                    for t, e in rel.items():
+                        combined[t] += e
                 rows_out.append({
-                    "day": day, "mechanism": mech,
+                    "day": day, "mechanism": mech, "total": False,
                     "epsilon_spent": None if ttl else spent.get(day, {}).get(mech),
-                    "ticks_released": dd["ticks"] if dd else None,
+                    "ticks_released": len(rel) if rel else None,
                     "device_day_worst_case_epsilon":
-                        None if ttl or not dd else round(dd["worst_case_epsilon"], 6),
+                        None if ttl or not rel else round(sum(rel.values()), 6),
                     "epsilon_per_hour_present":
-                        None if ttl or not dd else round(dd["max_tick_epsilon"] * 3600 / tick_s,
-                                                         6),
+                        None if ttl or not rel else round(_max_hour_epsilon(rel), 6),
                     "guarantee": NO_GUARANTEE if ttl else
                         "ε-DP event-level; sequential composition over ticks present",
                 })
+            spent_dp = [v for m, v in spent.get(day, {}).items() if not m.startswith("ttl")]
+            rows_out.append({
+                "day": day, "mechanism": "total", "total": True,
+                "epsilon_spent": round(sum(spent_dp), 6) if spent_dp else None,
+                "ticks_released": len(combined) or None,
+                "device_day_worst_case_epsilon":
+                    round(sum(combined.values()), 6) if combined else None,
+                "epsilon_per_hour_present":
+                    round(_max_hour_epsilon(combined), 6) if combined else None,
+                "excluded": [m for m in day_mechs if m.startswith("ttl")],
+                "guarantee": "ε-DP event-level; sequential composition across mechanisms "
+                             "and ticks present (TTL excluded: no formal guarantee)",
+            })
         return {"unit": "event-level (one device, one tick)", "rows": rows_out}

@@ -320,11 +320,12 @@
     const led = await api("/api/ledger");
     const days = [...new Set(led.rows.map((r) => r.day))].slice(-2);
     const rows = led.rows.filter((r) => days.includes(r.day));
-    let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick).</p>
+    let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick) per mechanism; all mechanisms release the same data, so the total row adds them (TTL excluded: no formal guarantee).</p>
       <div class="scroll"><table class="ledger"><thead><tr><th>Day</th><th>Mechanism</th><th>ε spent</th><th>Ticks</th><th title="a device present at every released tick of the day">Device-day ε</th><th>ε / h present</th></tr></thead><tbody>`;
     for (const r of rows) {
       const ttl = r.guarantee === "no formal guarantee";
-      h += `<tr data-mech="${esc(r.mechanism)}"><td title="${esc(r.day)}">${esc(r.day.slice(5))}</td><td>${esc(r.mechanism)}</td>` + (ttl
+      const name = r.total ? `Total${r.excluded && r.excluded.length ? ` (excl. ${r.excluded.join(", ")}: no formal guarantee)` : ""}` : r.mechanism;
+      h += `<tr data-mech="${esc(r.mechanism)}"${r.total ? ` class="total" title="${esc(r.guarantee)}"` : ""}><td title="${esc(r.day)}">${esc(r.day.slice(5))}</td><td>${esc(name)}</td>` + (ttl
         ? `<td colspan="4" class="ngt">no formal guarantee</td>`
         : `<td class="num">${num(r.epsilon_spent, 2)}</td><td class="num">${r.ticks_released ?? "—"}</td><td class="num">${num(r.device_day_worst_case_epsilon, 2)}</td><td class="num">${num(r.epsilon_per_hour_present, 2)}</td>`) + "</tr>";
     }

@@ -167,6 +167,10 @@ def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any
         else:
             page.wait_for_selector("#ledger table tr[data-mech='ttl']")
             assert "no formal guarantee" in page.inner_text("#ledger")
+            # the per-device-day total across mechanisms, TTL excluded
+            total = page.inner_text("#ledger table tr.total[data-mech='total']")
+            assert total.startswith(page.inner_text("#ledger table tbody tr >> nth=0 >> td"))
+            assert "Total" in total and "excl. ttl" in total
             # TTL: no interval, "no formal guarantee" in the tooltip
             page.select_option("#mech", "ttl")
             page.wait_for_function("window.__occustream.snapshot.mech === 'ttl'")
