@@ -30,7 +30,9 @@ internal *state store* (by default the read model's server, next database number
 in the analysts' read model (``redis_url``). Each checkpoint is one key written by a
 single-key compare-and-set script, so it needs no transaction with the read model; the
 ``occ:{mech}:done`` flags that make the read-model writes exactly-once stay in the read
-model, in the same MULTI/EXEC as the writes they guard (:mod:`streams.cache`).
+model, in the same MULTI/EXEC as the writes they guard (:mod:`streams.cache`). MIDE's
+per-predicate ex-post ε goes to the state store's ``ledger:expost`` only
+(:func:`streams.cache.write_expost`), never to a topic, the read model or an alert.
 
 Records (JSON; DESIGN.md "Topics and records", with these refinements):
 
@@ -66,7 +68,7 @@ import faust
 
 from streams import redis_layout as rl
 from streams.buildings import Site, load_site
-from streams.cache import CacheWriter
+from streams.cache import CacheWriter, write_expost
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.occupancy import OccupancyState
 from streams.pipeline.presence import PartitionState, StageConfig, marker
@@ -372,6 +374,7 @@ class Pipeline:
         await self.flush()
         for ft, out in outputs:
             await self.cache.write_tick(out, ft.counts if self.s.eval_mode else None)
+            await write_expost(await self.state(), out)
             self.ticks_out += 1
             self.last_tick = ft.tick
             if ft.wall:

@@ -9,6 +9,10 @@ skipped when the tick is already there.
 
 Only released values, public parameters, alerts without ex-post ε and the internal
 ledger are written. True counts go to ``eval:true:*`` only in evaluation mode.
+
+MIDE's per-predicate ex-post ε goes to the *state store* only (:func:`write_expost`,
+stream ``ledger:expost``): exactly once per (tick, window) because each entry's stream
+id is derived from its tick, so a replay's XADD is refused instead of appended.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ log = logging.getLogger(__name__)
 ALERTS_MAXLEN = 10000
 TRIM_EVERY_TICKS = 12
 LEDGER_MAXLEN = 1_000_000
+EXPOST_MAXLEN = 100_000
 
 
 def _tick_json(tick: float) -> int | float:
@@ -160,6 +165,33 @@ class CacheWriter:
         if counts:
             await self.r.hset(rl.dlq_counts(app_id),
                               mapping={f"p{partition}:{k}": v for k, v in counts.items()})
+
+
+async def write_expost(state: Any, out: TickOutput) -> int:
+    """Append a tick's ex-post ε entries to the state store's ``ledger:expost`` (idempotent).
+
+    Args:
+        state: ``redis.asyncio`` client of the internal state store — never the read model.
+        out: the tick's output; its ``expost`` entries are written in order.
+
+    Returns:
+        The number of entries appended (0 on a replay of a tick already written).
+    """
+    if not out.expost:
+        return 0
+    ms = round(float(out.tick) * 1000)
+    pipe = state.pipeline(transaction=False)
+    for seq, entry in enumerate(out.expost):
+        pipe.xadd(rl.EXPOST_STREAM, {"data": json.dumps(entry)}, id=f"{ms}-{seq}",
+                  maxlen=EXPOST_MAXLEN, approximate=True)
+    added = 0
+    for res in await pipe.execute(raise_on_error=False):
+        if isinstance(res, Exception):
+            if "equal or smaller" not in str(res):
+                raise res
+        else:
+            added += 1
+    return added
 
 
 def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],

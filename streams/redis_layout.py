@@ -18,6 +18,8 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``occ:updates`` — pub/sub channel, JSON ``{"mech", "tick"}`` once a tick is written
 * ``ledger:releases`` — stream (internal), field ``data`` = a ledger record JSON
 * ``ledger:spent:{day}`` — hash (internal), ``{mech}`` → ε spent that day
+* ``ledger:expost`` — stream in the *state store* (``state_redis_url``), never the read
+  model: MIDE's per-predicate ex-post ε, field ``data`` = a PredicateEntry JSON
 * ``hist:{day}:{algorithm}`` — string, JSON of a day's DP histogram release
   (``occustream histogram release``; noisy values and public parameters only)
 * ``eval:true:…`` — true counts, only in explicit evaluation mode (never by default)
@@ -32,6 +34,7 @@ ALERTS_STREAM = "alerts"
 ALERTS_CHANNEL = "alerts"
 UPDATES_CHANNEL = "occ:updates"
 LEDGER_STREAM = "ledger:releases"
+EXPOST_STREAM = "ledger:expost"
 EVAL_PREFIX = "eval:true"
 ALERTS_ACKS = "alerts:acks"
 
@@ -92,7 +95,7 @@ def webhook_dlq(name: str) -> str:
 
 
 def state_key(app_id: str, stage: str, partition: int) -> str:
-    """Pipeline stage checkpoint (internal): state + input offset, bytes."""
+    """Pipeline stage checkpoint (state store only): state + input offset, bytes."""
     return f"state:{app_id}:{stage}:{partition}"
 
 

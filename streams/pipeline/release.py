@@ -18,13 +18,13 @@ import importlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mechanisms.accounting import UNIT_OF_PRIVACY as UNIT
-from mechanisms.accounting import LedgerRecord
+from mechanisms.accounting import LedgerRecord, PredicateLedger
 from mechanisms.noise import keyed_rng
 from mechanisms.pseudonym import TTL_GUARANTEE
 from streams.buildings import Site
@@ -46,12 +46,19 @@ class Release:
 
 @dataclass
 class TickOutput:
-    """Everything a final tick produces: releases, alerts, ledger records."""
+    """Everything a final tick produces: releases, alerts, ledger records.
+
+    ``expost`` holds MIDE's per-predicate ex-post ε (thesis Def. 5.3) as
+    :class:`~mechanisms.accounting.PredicateEntry` dicts plus their ``window``: INTERNAL,
+    written to the state store's ``ledger:expost`` only (:func:`streams.cache.write_expost`),
+    never to a topic, the read model or an alert — publishing it breaks ε_max-DP.
+    """
 
     tick: float
     releases: list[Release]
     alerts: list[dict[str, Any]]
     ledger: list[dict[str, Any]]
+    expost: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 def _optional(module: str) -> Any:
@@ -160,8 +167,12 @@ class Releaser:
             releases.append(rel)
             ledger.append(self._ledger(name, tick, rel.epsilon))
         alerts: list[dict[str, Any]] = []
+        expost: list[dict[str, Any]] = []
         if self._mide is not None:
-            alerts, eps = self._alerts(c, tick, "tick")
+            # one predicate-wise ledger per tick: the tick's and the hour's MIDE queries
+            # at this tick compose on the same atoms (Thm 5.2); other ticks are disjoint
+            preds = PredicateLedger(self.locations, scope=f"site:{self.site.id}")
+            alerts, eps = self._alerts(c, tick, "tick", preds, expost)
             ledger.append(self._ledger("mide", tick, eps))
             if self.s.mide_hourly:
                 hist = json.loads(states.get("mide-hour") or b"[]")[-(self._per_hour - 1):]
@@ -169,10 +180,10 @@ class Releaser:
                 new_states["mide-hour"] = json.dumps(hist).encode()
                 if (tick + self.s.tick_s) % 3600 == 0:  # the tick closes an hour
                     peak = np.max(np.asarray(hist, dtype=np.int64), axis=0)
-                    more, eps = self._alerts(peak, tick, "hour")
+                    more, eps = self._alerts(peak, tick, "hour", preds, expost)
                     alerts += more
                     ledger.append(self._ledger("mide-hour", tick, eps))
-        return TickOutput(tick, releases, alerts, ledger), new_states
+        return TickOutput(tick, releases, alerts, ledger, expost), new_states
 
     @property
     def state_names(self) -> list[str]:
@@ -229,12 +240,15 @@ class Releaser:
         return (Release("hpegasus", tick, [float(x) for x in v[:n]], eps, extra),
                 st.to_bytes())
 
-    def _alerts(self, c: np.ndarray, tick: float, window: str
-                ) -> tuple[list[dict[str, Any]], float]:
+    def _alerts(self, c: np.ndarray, tick: float, window: str, preds: PredicateLedger,
+                expost: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
         """MIDE over the locations: counts of one tick, or peaks of the hour ending at it.
 
         The hourly peak has sensitivity 1 (one device at one tick moves each tick's count
         by at most 1, hence the maximum by at most 1), so the same β-FNR analysis holds.
+        The answer's per-predicate ex-post ε is recorded in ``preds``
+        (:func:`mechanisms.mide.accounting.record_result`) and appended to ``expost``
+        (internal only); the alerts never carry it.
         """
         s = self.s
         thresholds = self.capacities * s.capacity_factor
@@ -243,6 +257,12 @@ class Releaser:
                                 alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng)
         if bool(np.any(getattr(res, "denied", False))):
             return [], 0.0
+        from mechanisms.mide.accounting import record_result
+
+        label = "mide" if window == "tick" else "mide-hour"
+        entry = record_result(preds, res, tick=int(tick), label=f"{label}:{s.mide_algorithm}")
+        if entry is not None:
+            expost.append({**asdict(entry), "window": window})
         positive = np.flatnonzero(np.asarray(res.positive, dtype=bool))
         alerts = [
             {"tick": tick, "location": self.locations[i],

@@ -89,3 +89,56 @@ def test_checkpoints_only_in_state_store(redis_url: str, redis_client: Any,
     for stage in ("presence", "occupancy"):
         assert state.hget(rl.state_key(s.app_id, stage, 0), "data"), stage
     state.close()
+
+
+@pytest.mark.e2e
+def test_expost_epsilon_only_in_state_store(redis_url: str, redis_client: Any,
+                                            kafka_bootstrap: str, make_topics: Any,
+                                            topic_prefix: str) -> None:
+    import json
+
+    from streams.cache import write_expost
+
+    # a low threshold so that some location is over capacity and alerts are raised
+    s = _settings(redis_url, kafka_bootstrap, topic_prefix, capacity_factor=0.05)
+    state = redis.Redis.from_url(s.state_store_url())
+    state.flushdb()
+    make_topics(pipeline_topics(s))
+    pipe = run_hour(s)
+    entries = [json.loads(f[b"data"]) for _, f in state.xrange(rl.EXPOST_STREAM)]
+    windows = {e["window"] for e in entries}
+    assert windows == {"tick", "hour"}, windows
+    assert len([e for e in entries if e["window"] == "tick"]) == pipe.ticks_out
+    for e in entries:
+        assert len(e["epsilons"]) == len(e["predicates"]) > 0
+        assert max(e["epsilons"]) <= s.mide_epsilon_max + 1e-9
+        assert e["internal"] is True
+    # absent from the read model (keys and every stream/hash value) and from alerts
+    assert not redis_client.exists(rl.EXPOST_STREAM)
+    alerts = [f[b"data"].decode() for _, f in redis_client.xrange(rl.ALERTS_STREAM)]
+    alerts += [v.decode() for _, v in read_topic(s.kafka_bootstrap, s.topic("alerts.firecode"))]
+    assert alerts, "no alert raised: the check below would be vacuous"
+    for a in alerts:
+        assert "epsilons" not in a and "ex_post" not in a, a
+    for key in redis_client.keys("*"):
+        if redis_client.type(key) == b"stream":
+            for _, f in redis_client.xrange(key):
+                assert b"ex_post" not in f[b"data"], key
+    # a replay of the last tick appends nothing
+    from streams.pipeline.release import TickOutput
+
+    last = entries[-1]
+    replay = TickOutput(float(last["tick"]), [], [], [], [last])
+    assert asyncio.run(_expost_once(s.state_store_url(), replay, write_expost)) == 0
+    assert state.xlen(rl.EXPOST_STREAM) == len(entries)
+    state.close()
+
+
+async def _expost_once(url: str, out: Any, write: Any) -> int:
+    import redis.asyncio as aredis
+
+    client = aredis.Redis.from_url(url)
+    try:
+        return await write(client, out)
+    finally:
+        await client.aclose()
