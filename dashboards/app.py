@@ -11,7 +11,7 @@ serves static HTML/JS/CSS (no build step):
 Auth: ``Authorization: Bearer <token>`` or ``?access_token=``. Two roles: the analyst
 token (env ``OCCUSTREAM_ANALYST_TOKEN``) reads released values and alerts; the admin
 token (``OCCUSTREAM_ADMIN_TOKEN``) also reads the privacy ledger and acknowledges
-alerts. Unset tokens are generated at start and logged.
+alerts. Unset tokens are generated at start and printed on stdout (never logged).
 """
 
 from __future__ import annotations
@@ -413,8 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="occustream dashboard",
         description="Serve the live occupancy heatmap, alerts, privacy view and REST API "
                     "from the Redis read model.",
-        epilog="Tokens: OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN (generated and "
-               "logged when unset). Open http://HOST:PORT/#token=<token>.",
+        epilog="Tokens: OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN (generated when "
+               "unset and printed on stdout, never logged). Open http://HOST:PORT/#token=<token>.",
     )
     p.add_argument("--building", default="dbh",
                    help="building or campus: a name in buildings/ or a JSON path (default dbh)")
@@ -441,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     the_site = load_site(args.building)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
     tokens, generated = Tokens.from_env()
+    from streams.demo import safe_url  # user/password masked
     from streams.services import running_services
 
     env = dict(os.environ)
@@ -475,14 +476,16 @@ def main(argv: list[str] | None = None) -> int:
             secret = secret_from_env()
             hooks = [WebhookDispatcher(url, u, secret) for u in args.webhook]
         app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks)
-        if generated:
-            log.warning("generated tokens (set OCCUSTREAM_ANALYST_TOKEN / "
-                        "OCCUSTREAM_ADMIN_TOKEN to fix them): analyst=%s admin=%s",
-                        tokens.analyst, tokens.admin)
+        if generated:  # tokens go to the terminal only, never to the log
+            log.warning("OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN unset: tokens "
+                        "generated (printed on stdout, not logged)")
+            print("generated tokens (set OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN "
+                  "to fix them):", flush=True)
         host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
         print(f"dashboard: http://{host}:{args.port}/#token={tokens.admin}  (admin)\n"
               f"           http://{host}:{args.port}/#token={tokens.analyst}  (analyst)\n"
-              f"           API docs http://{host}:{args.port}/docs ; Redis {url}", flush=True)
+              f"           API docs http://{host}:{args.port}/docs ; Redis {safe_url(url)}",
+              flush=True)
         try:
             web.run_app(app, host=args.host, port=args.port, print=None,
                         handle_signals=True, access_log_class=_AccessLogger)
