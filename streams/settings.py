@@ -119,10 +119,25 @@ class Settings:
         }.get(mech, 0.0)
 
     def epsilon_per_tick(self) -> float:
-        """ε spent per tick by all configured DP releases (sequential composition)."""
+        """ε of the costliest tick, by all configured DP releases (sequential composition).
+
+        That is the tick closing an hour when hourly MIDE is on: it runs both MIDE queries.
+        """
         total = sum(self.epsilon_of(m) for m in self.mechanisms)
         if self.mide:
             total += self.mide_epsilon_max * (2 if self.mide_hourly else 1)
+        return total
+
+    def epsilon_per_day(self) -> float:
+        """ε per device-day: every tick's releases, plus hourly MIDE once per hour."""
+        from mechanisms.accounting import device_day_epsilon
+
+        every_tick = sum(self.epsilon_of(m) for m in self.mechanisms)
+        if self.mide:
+            every_tick += self.mide_epsilon_max
+        total = device_day_epsilon(every_tick, round(self.ticks_per_day)) if every_tick else 0.0
+        if self.mide and self.mide_hourly:
+            total += self.mide_epsilon_max * 24  # one hourly peak query per hour
         return total
 
     def state_store_url(self) -> str:
@@ -191,7 +206,8 @@ HELP = {
     "mide_beta": "MIDE false-negative-rate bound β",
     "mide_alpha": "MIDE uncertainty width α (people)",
     "mide_epsilon_max": "MIDE denies a query needing more ε than this",
-    "mide_hourly": "also alert on each hour's peak per location (costs ε_max more per tick)",
+    "mide_hourly": "also alert on each hour's peak per location (ε_max more at the tick "
+                   "closing each hour; tick_s must divide 3600)",
     "capacity_factor": "alert threshold = fire-code capacity × this",
     "budget_epsilon_tick": "ε budget per tick (event-level); start is refused above it",
     "budget_epsilon_day": "ε budget per device-day (0 = no day cap)",
@@ -403,6 +419,10 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     if s.redis_url and s.state_store_url() == s.redis_url:
         raise ConfigError("state_redis_url must differ from redis_url: the read model "
                           "must not hold the pipeline's sensitive state")
+    if s.mide and s.mide_hourly and not (3600 / s.tick_s).is_integer():
+        raise ConfigError(
+            f"tick_s ({s.tick_s:g}) must divide 3600 when mide_hourly is on (hourly alerts "
+            "run at the tick closing each hour); change tick_s or set mide_hourly false")
     if not 0 <= s.web_port < 65536:
         raise ConfigError(f"web_port must be 0 (disabled) or a TCP port, not {s.web_port!r}")
     check_budget(s)
@@ -414,25 +434,27 @@ def check_budget(s: Settings) -> None:
     Unit of privacy: event-level, one device at one tick. Every DP mechanism (and
     MIDE, charged its worst case ε_max) releases every tick, so per tick the spending
     is the sum of their ε (sequential composition; locations are disjoint, so within a
-    mechanism they compose in parallel); per device-day it is that sum times the ticks
-    in a day. The per-tick check is a dry run of one tick on the mechanisms library's
+    mechanism they compose in parallel). Hourly MIDE runs at the tick closing each hour
+    only: the per-tick check charges it (that tick is the costliest), the per-device-day
+    check charges it 24 times, not once per tick (:meth:`Settings.epsilon_per_day`).
+    The per-tick check is a dry run of one tick on the mechanisms library's
     :class:`~mechanisms.accounting.Accountant`.
 
     Raises:
         BudgetExhaustedError: when the per-tick or per-day spending exceeds its budget.
     """
-    from mechanisms.accounting import Accountant, Budget, device_day_epsilon
+    from mechanisms.accounting import Accountant, Budget
     from mechanisms.errors import BudgetExhaustedError
 
     acct = Accountant(Budget(s.budget_epsilon_tick), name=f"site:{s.site}")
     charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if m != "ttl"]
     if s.mide:
         charges.append((f"mide:{s.mide_algorithm}", s.mide_epsilon_max))
-        if s.mide_hourly:  # every tick is also in one hourly query
+        if s.mide_hourly:  # the tick closing an hour also runs the hourly query
             charges.append((f"mide-hour:{s.mide_algorithm}", s.mide_epsilon_max))
     for mech, eps in charges:
         acct.spend(eps, mechanism=mech, tick=0)
     if s.budget_epsilon_day > 0:
-        per_day = device_day_epsilon(s.epsilon_per_tick(), round(s.ticks_per_day))
+        per_day = s.epsilon_per_day()
         if per_day > s.budget_epsilon_day + 1e-9:
             raise BudgetExhaustedError(per_day, s.budget_epsilon_day, "device-day (configured)")

@@ -202,6 +202,19 @@ class Releaser:
                                n_locations=n, sampler="laplace (analysis-consistent)",
                                note=f"{self.s.mide_algorithm}, beta={self.s.mide_beta:g}, "
                                     "worst-case (ex-ante) epsilon; ex-post kept internal")
+        elif mech == "hpegasus":
+            # PeGaSus Algorithm 4 / hierarchical.py: every tree level runs PeGaSus at
+            # ε_rest/h and a device is in one node of *each* level, so the h levels compose
+            # sequentially (parts); the nodes within a level are disjoint (parallel)
+            tree = self.tree
+            cfg = self._hier_mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother)
+            level = cfg.level_config(tree.height).epsilon
+            parts = ((cfg.prune_epsilon,) if cfg.prune_epsilon else ()) + (level,) * tree.height
+            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
+                               composition="sequential", parts=parts,
+                               n_locations=tree.n_nodes,
+                               note=f"{tree.height} tree levels composed sequentially at "
+                                    f"{level:g} each; nodes within a level in parallel")
         else:
             rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
                                composition="parallel", n_locations=n)

@@ -98,3 +98,40 @@ def test_mide_parameters_that_deny_every_query_are_refused():
     ok = load_settings(None, {**ENV, "OCCUSTREAM_MIDE_ALGORITHM": "ppwlm",
                               "OCCUSTREAM_MIDE_ALPHA": "8"})
     assert Releaser(ok, site).mechanisms
+
+
+def test_day_budget_charges_hourly_mide_once_per_hour():
+    # 288 ticks of laplace + per-tick MIDE, and 24 hourly MIDE queries (not 288)
+    cfg = {**ENV, "OCCUSTREAM_MECHANISMS": "laplace", "OCCUSTREAM_LAPLACE_EPSILON": "0.1",
+           "OCCUSTREAM_MIDE_EPSILON_MAX": "0.1", "OCCUSTREAM_MIDE_HOURLY": "true"}
+    honest = 288 * 0.1 + 288 * 0.1 + 24 * 0.1
+    s = load_settings(None, {**cfg, "OCCUSTREAM_BUDGET_EPSILON_DAY": str(honest)})
+    assert s.epsilon_per_day() == pytest.approx(honest)
+    with pytest.raises(BudgetExhaustedError, match="device-day"):
+        load_settings(None, {**cfg, "OCCUSTREAM_BUDGET_EPSILON_DAY": str(honest - 0.5)})
+
+
+def test_hourly_mide_needs_a_tick_dividing_the_hour():
+    with pytest.raises(ConfigError, match="tick_s .*divide 3600") as err:
+        load_settings(None, {**ENV, "OCCUSTREAM_TICK_S": "420"})
+    assert "\n" not in str(err.value)
+    s = load_settings(None, {**ENV, "OCCUSTREAM_TICK_S": "420", "OCCUSTREAM_MIDE_HOURLY": "0"})
+    assert s.tick_s == 420
+
+
+def test_hpegasus_ledger_record_composes_levels_sequentially():
+    from streams.buildings import load_site
+    from streams.pipeline.release import Releaser
+
+    site = load_site("dbh")
+    s = load_settings(None, {**ENV, "OCCUSTREAM_MECHANISMS": "hpegasus",
+                             "OCCUSTREAM_MIDE": "false"})
+    rel = Releaser(s, site)
+    out, _ = rel.run(1_767_600_000.0, [3] * len(site.location_ids), [], {})
+    (rec,) = out.ledger
+    h = rel.tree.height
+    assert h > 1
+    assert rec["composition"] == "sequential"
+    assert rec["parts"] == pytest.approx([s.hpegasus_epsilon / h] * h)
+    assert sum(rec["parts"]) == pytest.approx(rec["epsilon"])
+    assert rec["n_locations"] == rel.tree.n_nodes > len(site.location_ids)
