@@ -28,7 +28,7 @@ from typing import Any
 
 from streams import redis_layout as rl
 from streams.services import _die_with_parent, free_port, running_services
-from streams.settings import add_arguments, load_settings
+from streams.settings import add_arguments, load_settings, safe_url
 
 log = logging.getLogger("occustream.demo")
 
@@ -62,25 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where child logs go (default a temp dir)")
     add_arguments(p)
     return p
-
-
-
-
-def safe_url(url: str | None) -> str:
-    """``url`` with any user/password part replaced by ``***`` (for terminal and logs)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    if not url:
-        return ""
-    try:
-        parts = urlsplit(url if "://" in url else f"//{url}")
-    except ValueError:
-        return "<unparseable url>"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    out = urlunsplit(parts._replace(netloc=f"***@{host}"))
-    return out if "://" in url else out.removeprefix("//")
 
 
 def _port_free(port: int) -> bool:
@@ -177,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                    REDIS_URL=svc.redis_url or "", OCCUSTREAM_DEMO="true")
         # the settings reach the workers through the environment
         for k, v in s.public().items():
-            if k in ("kafka_bootstrap", "redis_url", "demo"):
-                continue
+            if k in ("kafka_bootstrap", "redis_url", "state_redis_url", "demo"):
+                continue  # public() masks URL credentials: pass the real URLs
             env[f"OCCUSTREAM_{k.upper()}"] = ",".join(v) if isinstance(v, list) else str(v)
+        if s.state_redis_url:
+            env["OCCUSTREAM_STATE_REDIS_URL"] = s.state_redis_url
         try:
             for i in range(max(args.workers, 1)):
                 procs.append(_spawn([sys.executable, "-m", "streams.worker"], env,

@@ -145,12 +145,31 @@ class Settings:
         return self.state_redis_url or next_db_url(self.redis_url)
 
     def public(self) -> dict[str, Any]:
-        """Settings safe to log or publish (no secret, no secret path)."""
+        """Settings safe to log or publish (no secret, no secret path, no URL credentials)."""
         d = asdict(self)
         d.pop("secret", None)
         d.pop("secret_file", None)
+        for name in ("kafka_bootstrap", "redis_url", "state_redis_url"):
+            d[name] = safe_url(d[name])
         d["mechanisms"] = list(self.mechanisms)
         return d
+
+
+def safe_url(url: str | None) -> str:
+    """``url`` with any user/password part replaced by ``***`` (for terminal and logs)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url if "://" in url else f"//{url}")
+    except ValueError:
+        return "<unparseable url>"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    out = urlunsplit(parts._replace(netloc=f"***@{host}"))
+    return out if "://" in url else out.removeprefix("//")
 
 
 def next_db_url(url: str) -> str:

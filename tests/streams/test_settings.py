@@ -135,3 +135,14 @@ def test_hpegasus_ledger_record_composes_levels_sequentially():
     assert rec["parts"] == pytest.approx([s.hpegasus_epsilon / h] * h)
     assert sum(rec["parts"]) == pytest.approx(rec["epsilon"])
     assert rec["n_locations"] == rel.tree.n_nodes > len(site.location_ids)
+
+
+def test_public_settings_mask_url_credentials():
+    s = load_settings(None, {**ENV, "REDIS_URL": "redis://:hunter2@db.example:6379/0",
+                             "OCCUSTREAM_STATE_REDIS_URL": "redis://u:pw2@st.example:6379/1",
+                             "KAFKA_BOOTSTRAP": "user:kpw@broker:9092"})
+    pub = json.dumps(s.public())
+    for secret in ("hunter2", "pw2", "kpw"):
+        assert secret not in pub
+    assert s.public()["redis_url"] == "redis://***@db.example:6379/0"
+    assert s.redis_url == "redis://:hunter2@db.example:6379/0"  # the client still has it
