@@ -5,7 +5,9 @@ after a crash changes nothing: per (mechanism, tick) the values are the same (re
 noise), hash/sorted-set writes of equal members are no-ops, and the non-idempotent parts
 (ledger entries, ε spent, baseline accumulation, alert stream entries) run in one
 MULTI/EXEC transaction together with adding the tick to ``occ:{mech}:done``, and are
-skipped when the tick is already there.
+skipped when the tick is already there. ``occ:{mech}:done`` is a sorted set (score =
+tick) trimmed to the series retention like ``occ:{mech}:ticks``: a replay reaches back
+only to the last checkpoint, far less than the retention, so older flags are not needed.
 
 Only released values, public parameters, alerts without ex-post ε and the internal
 ledger are written. True counts go to ``eval:true:*`` only in evaluation mode.
@@ -57,6 +59,7 @@ class CacheWriter:
         self.tick_s = tick_s
         self.retention_s = retention_ticks * tick_s
         self.eval_mode = eval_mode
+        self._done_checked: set[str] = set()
 
     async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
         """Publish each mechanism's public parameters (``occ:{mech}:meta``)."""
@@ -72,8 +75,8 @@ class CacheWriter:
                        | {r["mechanism"] for r in out.ledger})
         pipe = self.r.pipeline(transaction=False)
         for m in mechs:
-            pipe.sismember(rl.release_done(m), tj)
-        return bool(mechs) and all(await pipe.execute())
+            pipe.zscore(rl.release_done(m), str(tj))
+        return bool(mechs) and all(v is not None for v in await pipe.execute())
 
     async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
         """Write one final tick: releases, baselines, ledger, alerts (idempotent).
@@ -86,6 +89,7 @@ class CacheWriter:
         from redis.exceptions import WatchError
 
         ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
+        await self._migrate_done(ledger_mechs)
         watched = ([rl.release_done(m) for m in ledger_mechs]
                    + sorted({rl.baseline(rel.mechanism) for rel in out.releases}))
         async with self.r.pipeline(transaction=True) as tx:
@@ -108,13 +112,14 @@ class CacheWriter:
         # already set, so any change after it aborts the transaction
         pipe = self.r.pipeline(transaction=False)
         for m in ledger_mechs:
-            pipe.sismember(rl.release_done(m), tj)
+            pipe.zscore(rl.release_done(m), str(tj))
         # baselines need the current accumulators of the slot
         for rel in out.releases:
             pipe.hmget(rl.baseline(rel.mechanism),
                        [rl.baseline_field(loc, slot) for loc in self.locations])
         got = await pipe.execute()
-        done = dict(zip(ledger_mechs, got[:len(ledger_mechs)], strict=True))
+        done = {m: v is not None
+                for m, v in zip(ledger_mechs, got[:len(ledger_mechs)], strict=True)}
         current = got[len(ledger_mechs):]
 
         tx.multi()
@@ -133,7 +138,7 @@ class CacheWriter:
             tx.zadd(rl.ticks(mech), {str(tj): tick})
             tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")
             if not done[mech]:
-                tx.sadd(rl.release_done(mech), tj)
+                tx.zadd(rl.release_done(mech), {str(tj): tick})
                 tx.hset(rl.baseline(mech), mapping=_baseline_update(
                     self.locations, slot, _day_index(tick), rel.values, cur))
         for rec in out.ledger:
@@ -141,12 +146,12 @@ class CacheWriter:
             if done.get(mech, False):
                 continue
             if mech.startswith("mide-"):
-                tx.sadd(rl.release_done(mech), tj)
+                tx.zadd(rl.release_done(mech), {str(tj): tick})
             tx.xadd(rl.LEDGER_STREAM, {"data": json.dumps(rec)}, maxlen=LEDGER_MAXLEN,
                     approximate=True)
             tx.hincrbyfloat(rl.ledger_spent(day), mech, float(rec["epsilon"]))
         if not done["mide"] and any(r["mechanism"] == "mide" for r in out.ledger):
-            tx.sadd(rl.release_done("mide"), tj)
+            tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
                 data = json.dumps({**alert, "tick": tj})
                 tx.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN,
@@ -155,9 +160,31 @@ class CacheWriter:
         if self.eval_mode and true_counts is not None:
             for loc, v in zip(self.locations, true_counts, strict=False):
                 tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
+        for m in ledger_mechs:
+            tx.zremrangebyscore(rl.release_done(m), "-inf", f"({tick - self.retention_s}")
         for mech in mechs:
             tx.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": tj}))
         await tx.execute()
+
+    async def _migrate_done(self, mechs: Sequence[str]) -> None:
+        """Convert ``occ:{mech}:done`` sets of older versions to sorted sets (once each)."""
+        for m in mechs:
+            if m in self._done_checked:
+                continue
+            key = rl.release_done(m)
+            if await self.r.type(key) in (b"set", "set"):
+                members = await self.r.smembers(key)
+                tmp = f"{key}:migrating"
+                tx = self.r.pipeline(transaction=True)
+                tx.delete(tmp)
+                if members:
+                    tx.zadd(tmp, {mb: float(mb) for mb in members})
+                    tx.rename(tmp, key)
+                else:
+                    tx.delete(key)
+                await tx.execute()
+                log.info("%s: converted to a sorted set (%d ticks)", key, len(members))
+            self._done_checked.add(m)
 
     async def write_dlq_counts(self, app_id: str, partition: int,
                                counts: Mapping[str, int]) -> None:

@@ -110,7 +110,7 @@ def health(app_id: str) -> str:
 
 
 def release_done(mech: str) -> str:
-    """Set (internal) of ticks whose ledger/alerts/baselines were applied (idempotence)."""
+    """Sorted set (internal; score = tick, retention-trimmed) of ticks applied (idempotence)."""
     return f"occ:{mech}:done"
 
 

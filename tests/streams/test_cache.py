@@ -123,3 +123,44 @@ def test_concurrent_writers_charge_the_ledger_once(redis_url: str, redis_client:
     assert redis_client.xlen(rl.LEDGER_STREAM) == len(ticks)
     spent = float(redis_client.hget(rl.ledger_spent("2026-01-05"), "laplace"))
     assert spent == pytest.approx(0.5 * len(ticks))
+
+
+async def _write_retained(url: str, outs: list[TickOutput], retention_ticks: int) -> None:
+    import redis.asyncio as aredis
+
+    client = aredis.Redis.from_url(url)
+    try:
+        w = CacheWriter(client, LOCS, tick_s=TICK_S, retention_ticks=retention_ticks)
+        for out in outs:
+            await w.write_tick(out)
+    finally:
+        await client.aclose()
+
+
+def _done_ticks(redis_client: Any, mech: str) -> set[float]:
+    key = rl.release_done(mech)
+    members = (redis_client.smembers(key) if redis_client.type(key) == b"set"
+               else redis_client.zrange(key, 0, -1))
+    return {float(m) for m in members}
+
+
+def test_done_flags_are_trimmed_with_the_retention(redis_url: str, redis_client: Any) -> None:
+    retention = 4
+    ticks = [DAY0 + k * TICK_S for k in range(30)]
+    asyncio.run(_write_retained(redis_url, [_out(t, [1.0, 2.0]) for t in ticks], retention))
+    kept = _done_ticks(redis_client, "laplace")
+    assert kept and max(kept) == ticks[-1]
+    assert min(kept) >= ticks[-1] - retention * TICK_S, sorted(kept)
+    # a replay of a recent tick is still recognised: nothing is charged twice
+    n = redis_client.xlen(rl.LEDGER_STREAM)
+    asyncio.run(_write_retained(redis_url, [_out(ticks[-2], [1.0, 2.0])], retention))
+    assert redis_client.xlen(rl.LEDGER_STREAM) == n
+
+
+def test_done_sets_of_older_versions_are_converted(redis_url: str, redis_client: Any) -> None:
+    redis_client.sadd(rl.release_done("laplace"), int(DAY0))
+    asyncio.run(_write_retained(redis_url, [_out(DAY0, [1.0, 2.0])], 100))
+    assert redis_client.xlen(rl.LEDGER_STREAM) == 0  # DAY0 was done already
+    asyncio.run(_write_retained(redis_url, [_out(DAY0 + TICK_S, [1.0, 2.0])], 100))
+    assert redis_client.xlen(rl.LEDGER_STREAM) == 1
+    assert _done_ticks(redis_client, "laplace") == {DAY0, DAY0 + TICK_S}
