@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     the_site = load_site(args.building)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
     tokens, generated = Tokens.from_env()
-    from streams.demo import safe_url  # user/password masked
+    from streams.settings import safe_url  # user/password masked
     from streams.services import running_services
 
     env = dict(os.environ)
