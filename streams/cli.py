@@ -9,9 +9,11 @@ end the program with exit code 2 and one line on stderr that says what to fix.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import logging
 import sys
+from typing import NoReturn
 
 from mechanisms.errors import OccustreamError
 
@@ -46,6 +48,11 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _one_line_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+    """Print an argparse error as one line on stderr (the usage is in ``--help``), exit code 2."""
+    self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch to a sub-command; return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -69,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         raise
+    default_error = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = _one_line_error  # type: ignore[method-assign]
     try:
         return int(module.main(rest) or 0)
     except OccustreamError as exc:
@@ -77,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"occustream {name}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        argparse.ArgumentParser.error = default_error  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":  # pragma: no cover
