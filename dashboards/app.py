@@ -440,8 +440,14 @@ def main(argv: list[str] | None = None) -> int:
         raise InvalidParameterError(f"--port must be in [0, 65535], not {args.port!r}")
     the_site = load_site(args.building)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
+    from streams.settings import MECHANISMS, safe_url  # safe_url: user/password masked
+
+    unknown = sorted(set(mechs or ()) - set(MECHANISMS))
+    if unknown:
+        raise InvalidParameterError(
+            f"--mechanisms must be among {sorted(MECHANISMS)}, not {unknown}"
+        )
     tokens, generated = Tokens.from_env()
-    from streams.settings import safe_url  # user/password masked
     from streams.services import running_services
 
     env = dict(os.environ)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from mechanisms.errors import InvalidParameterError
 from simulator.kafka import add_kafka_arguments, kafka_target, produce, quiet_kafka_logs
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and (args.kafka or args.speed or args.max_rate):
         raise InvalidParameterError("--out writes a file; --kafka/--speed/--max-rate are for "
                                     "Kafka output (use occustream replay to send a file)")
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise InvalidParameterError(f"--out must be in an existing folder, not {args.out!r}")
     names = [n for n in args.scenarios.split(",") if n.strip() not in ("", "none")]
     scen = Scenarios.from_names(names, malformed_rate=args.malformed_rate)
     progress = not args.quiet

@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``occustream worker``."""
     args = build_parser().parse_args(argv)
     s = settings_mod.load_settings(args)
+    from streams.buildings import load_site
+
+    load_site(s.site)  # an unknown site fails here, not after connecting to Kafka
     return run_worker(s, args.loglevel)
 
 

@@ -150,11 +150,7 @@ def from_events(
     tick_s = check_positive("tick_s", tick_s)
     if 86400 % tick_s:
         raise InvalidParameterError(f"tick_s must divide a day, not {tick_s!r}")
-    if days < 2 or not 1 <= eval_days < days:
-        raise InvalidParameterError(
-            f"days must be >= 2 and eval_days in [1, days), not days={days!r}, "
-            f"eval_days={eval_days!r}"
-        )
+    _check_days(days, eval_days)
     if start_s is None:
         first = next(iter(events()), None)
         if first is None:
@@ -165,6 +161,14 @@ def from_events(
         events(), site.ap_location, site.location_ids, tick_s=tick_s, ticks=ticks
     )
     return EvalData(site, ticks, table.counts.astype(np.int64), tick_s, events, truth, eval_days)
+
+
+def _check_days(days: int, eval_days: int) -> None:
+    if days < 2 or not 1 <= eval_days < days:
+        raise InvalidParameterError(
+            f"days must be >= 2 and eval_days in [1, days), not days={days!r}, "
+            f"eval_days={eval_days!r}"
+        )
 
 
 def load_data(
@@ -184,6 +188,7 @@ def load_data(
     import simulator
 
     site = load_site(building)
+    _check_days(days, eval_days)  # before the log line: a bad value gives one error line
     kwargs: dict[str, Any] = {"days": days, "seed": seed, "scale": scale}
     if scenarios is not None:
         kwargs["scenarios"] = scenarios

@@ -96,6 +96,8 @@ def dpbench_dir(explicit: str | Path | None = None) -> Path | None:
 
     Returns None when no candidate exists (callers then use generated shapes or fail).
     """
+    if explicit and not Path(explicit).is_dir():
+        raise ConfigError(f"--data-dir {explicit} is not a folder")
     for cand in (
         explicit,
         os.environ.get("OCCUSTREAM_DPBENCH"),
@@ -103,8 +105,6 @@ def dpbench_dir(explicit: str | Path | None = None) -> Path | None:
     ):
         if cand and Path(cand).is_dir():
             return Path(cand)
-    if explicit:
-        raise ConfigError(f"--data-dir {explicit} is not a folder")
     return None
 
 
