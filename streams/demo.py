@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mechanisms.errors import InvalidParameterError, check_positive
 from streams import redis_layout as rl
 from streams.services import _die_with_parent, free_port, running_services
 from streams.settings import add_arguments, load_settings, safe_url
@@ -133,6 +134,19 @@ def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
             f"{a['capacity']} ({a['algorithm']}, β={a['beta']})")
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Fail on a bad demo option before any service starts (the simulator would die alone)."""
+    from simulator.simulation import Scenarios
+
+    check_positive("--days", args.days)
+    check_positive("--speed", args.speed)
+    Scenarios.from_names(args.scenarios.split(","))
+    for name, value, low in (("--workers", args.workers, 1), ("--show", args.show, 1),
+                             ("--duration", args.duration, 0)):
+        if value < low:
+            raise InvalidParameterError(f"{name} must be >= {low}, not {value!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``occustream demo``."""
     import tempfile
@@ -143,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     from streams.buildings import load_site
 
     args = build_parser().parse_args(argv)
+    _check_args(args)
     for noisy in ("kafka", "aiokafka"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overrides = {}
