@@ -28,7 +28,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if action.default in (None, False) or "default" in text:
+        if action.default is None or action.default is False or "default" in text:
             return text
         return super()._get_help_string(action)
 

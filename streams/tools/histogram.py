@@ -509,6 +509,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream histogram`` argument parser."""
+    from simulator.cli import HelpFormatter  # shows the defaults the help text omits
+
     p = argparse.ArgumentParser(
         prog="occustream histogram",
         description=__doc__,
@@ -516,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    r = sub.add_parser("release", help="release a day's occupancy cube as a DP histogram")
+    r = sub.add_parser("release", help="release a day's occupancy cube as a DP histogram",
+                       formatter_class=HelpFormatter)
     r.add_argument("input", help=".npy / .csv cube (locations × slots) or simulator .jsonl")
     r.add_argument(
         "--algorithm",
@@ -567,7 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--seed", type=int, default=None, help="seed the noise (tests only)")
 
-    e = sub.add_parser("evaluate", help="DPBench-style comparison of the algorithms")
+    e = sub.add_parser("evaluate", help="DPBench-style comparison of the algorithms",
+                       formatter_class=HelpFormatter)
     e.add_argument(
         "--data",
         "-d",
