@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from mechanisms.errors import InvalidParameterError
+from mechanisms.errors import InvalidParameterError, check_positive
 from simulator.kafka import add_kafka_arguments, kafka_target, produce, quiet_kafka_logs
 from simulator.simulation import SCENARIO_NAMES, Scenarios, simulate
 
@@ -31,6 +31,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or action.default is False or "default" in text:
             return text
         return super()._get_help_string(action)
+
+
+def check_pacing(args: argparse.Namespace) -> None:
+    """Reject a bad ``--speed``/``--max-rate`` before any simulation or Kafka connection."""
+    for option, value in (("--speed", args.speed), ("--max-rate", args.max_rate)):
+        if value is not None:
+            check_positive(option, value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``occustream simulate``; return the exit code."""
     args = build_parser().parse_args(argv)
     quiet_kafka_logs()
+    check_pacing(args)
     if args.out and (args.kafka or args.speed or args.max_rate):
         raise InvalidParameterError("--out writes a file; --kafka/--speed/--max-rate are for "
                                     "Kafka output (use occustream replay to send a file)")

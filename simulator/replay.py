@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mechanisms.errors import InvalidParameterError
-from simulator.cli import HelpFormatter
+from simulator.cli import HelpFormatter, check_pacing
 from simulator.kafka import (
     Record,
     add_kafka_arguments,
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     quiet_kafka_logs()
+    check_pacing(args)
     path = Path(args.file)
     if not path.is_file():
         raise InvalidParameterError(f"file must be an existing JSONL file, not {args.file!r}")
