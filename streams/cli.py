@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     """Dispatch to a sub-command; return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in {"-h", "--help", "help"}:
-        print(_usage())
+        print(_usage(), file=sys.stdout if argv else sys.stderr)  # no command: a usage error
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
