@@ -127,6 +127,7 @@ SECRET = {"OCCUSTREAM_SECRET": "a-test-secret-of-enough-length"}
     (["evaluate", "--days", "-1"], None, "days must be"),
     (["evaluate", "--days", "0.5"], None, "invalid int value"),
     (["tune", "--mechanisms", "bogus"], None, "mechanisms must be among"),
+    (["audit", "--mechanisms", "bogus"], None, "mechanisms must be among"),
     (["mide-eval", "--runs", "-1"], None, "--runs"),
     (["bench", "nosuch"], None, "unknown benchmark"),
 ])

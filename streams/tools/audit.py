@@ -137,9 +137,7 @@ def audit(
     Returns:
         One :class:`AuditResult` per (attacker, mechanism).
     """
-    bad = [m for m in mechanisms if m not in AUDITED]
-    if bad:
-        raise InvalidParameterError(f"mechanisms must be among {list(AUDITED)}, not {bad}")
+    _check_audited(mechanisms)
     need = {
         "laplace-known": "laplace",
         "laplace": "laplace",
@@ -367,6 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_audited(mechanisms: Sequence[str]) -> None:
+    bad = [m for m in mechanisms if m not in AUDITED]
+    if bad:
+        raise InvalidParameterError(f"mechanisms must be among {list(AUDITED)}, not {bad}")
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``occustream audit``."""
     args = build_parser().parse_args(argv)
@@ -378,11 +382,12 @@ def main(argv: list[str]) -> int:
     if not 0 < args.target <= 1:
         raise InvalidParameterError(f"target must be in (0, 1], not {args.target!r}")
     check_positive("runs", args.runs)
-    data = ev.data_from_args(args)
+    _check_audited(mechs)  # bad values fail before the (long) simulation
     given = {"laplace": args.epsilon_laplace, "pegasus": args.epsilon_pegasus, "ttl": args.ttl_s}
     for k, v in given.items():
         if v is not None:
             check_positive(k, v)
+    data = ev.data_from_args(args)
     note = "given"
     if any(v is None for v in given.values()):
         tuned = equal_utility_params(data, args.target, args.period)
