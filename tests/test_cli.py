@@ -126,6 +126,8 @@ SECRET = {"OCCUSTREAM_SECRET": "a-test-secret-of-enough-length"}
     (["alerts", "--last", "-1", "--redis-url", "redis://127.0.0.1:1"], None, "--last"),
     (["evaluate", "--days", "-1"], None, "days must be"),
     (["evaluate", "--days", "0.5"], None, "invalid int value"),
+    (["evaluate", "--tick-s", "7"], None, "tick_s must divide a day"),
+    (["tune", "--utility", "bogus"], None, "utility must be"),
     (["tune", "--mechanisms", "bogus"], None, "mechanisms must be among"),
     (["audit", "--mechanisms", "bogus"], None, "mechanisms must be among"),
     (["mide-eval", "--runs", "-1"], None, "--runs"),

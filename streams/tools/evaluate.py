@@ -147,10 +147,7 @@ def from_events(
     start_s: float | None = None,
 ) -> EvalData:
     """Build :class:`EvalData` from an event factory (called once here, again for TTL)."""
-    tick_s = check_positive("tick_s", tick_s)
-    if 86400 % tick_s:
-        raise InvalidParameterError(f"tick_s must divide a day, not {tick_s!r}")
-    _check_days(days, eval_days)
+    tick_s = _check_grid(days, eval_days, tick_s)
     if start_s is None:
         first = next(iter(events()), None)
         if first is None:
@@ -163,12 +160,16 @@ def from_events(
     return EvalData(site, ticks, table.counts.astype(np.int64), tick_s, events, truth, eval_days)
 
 
-def _check_days(days: int, eval_days: int) -> None:
+def _check_grid(days: int, eval_days: int, tick_s: float) -> float:
+    tick_s = check_positive("tick_s", tick_s)
+    if 86400 % tick_s:
+        raise InvalidParameterError(f"tick_s must divide a day, not {tick_s!r}")
     if days < 2 or not 1 <= eval_days < days:
         raise InvalidParameterError(
             f"days must be >= 2 and eval_days in [1, days), not days={days!r}, "
             f"eval_days={eval_days!r}"
         )
+    return tick_s
 
 
 def load_data(
@@ -188,7 +189,7 @@ def load_data(
     import simulator
 
     site = load_site(building)
-    _check_days(days, eval_days)  # before the log line: a bad value gives one error line
+    _check_grid(days, eval_days, tick_s)  # before the log line: one error line on bad input
     kwargs: dict[str, Any] = {"days": days, "seed": seed, "scale": scale}
     if scenarios is not None:
         kwargs["scenarios"] = scenarios
@@ -489,6 +490,14 @@ def evaluate(
     return rows
 
 
+def check_utility(utility: str) -> None:
+    """Raise InvalidParameterError unless ``utility`` is ``colour`` or a task name."""
+    if utility != "colour" and utility not in task_lib.TASKS:
+        raise InvalidParameterError(
+            f"utility must be 'colour' or one of {list(task_lib.TASKS)}, not {utility!r}"
+        )
+
+
 def tune_table(
     data: EvalData,
     mechanisms: Sequence[str],
@@ -500,10 +509,7 @@ def tune_table(
     progress: bool = True,
 ) -> list[tune_mod.TuneRow]:
     """Table 4.2: the parameter each mechanism needs for each target, day and night."""
-    if utility != "colour" and utility not in task_lib.TASKS:
-        raise InvalidParameterError(
-            f"utility must be 'colour' or one of {list(task_lib.TASKS)}, not {utility!r}"
-        )
+    check_utility(utility)
     if runs < 1:
         raise InvalidParameterError(f"runs must be >= 1, not {runs!r}")
     setup = task_setup(data)

@@ -278,6 +278,7 @@ def main(argv: list[str]) -> int:
         if not 0 < t <= 1:
             raise InvalidParameterError(f"targets must be in (0, 1], not {t!r}")
     mechs = ev.parse_mechanisms(args.mechanisms)
+    ev.check_utility(args.utility)  # before the simulation
     data = ev.data_from_args(args)
     rows = ev.tune_table(data, mechs, targets, runs=args.runs, utility=args.utility)
     path = ev.write_tune_report(rows, data, args.out, args.format, utility=args.utility)
