@@ -311,6 +311,7 @@ def resolve_building_path(name_or_path: str | os.PathLike[str]) -> Path:
     if os.environ.get("OCCUSTREAM_BUILDINGS"):
         dirs.append(Path(os.environ["OCCUSTREAM_BUILDINGS"]))
     dirs += [Path.cwd() / "buildings", REPO_ROOT / "buildings"]
+    dirs = list(dict.fromkeys(d.resolve() for d in dirs))
     for d in dirs:
         for n in names:
             if (d / n).is_file():

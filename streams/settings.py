@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mechanisms.errors import ConfigError
+from mechanisms.errors import ConfigError, OccustreamError
 
 log = logging.getLogger(__name__)
 
@@ -358,9 +358,8 @@ def load_settings(
         values["demo"], sources["demo"] = True, "demo"
     coerced = {k: _coerce(k, v, sources[k]) for k, v in values.items()}
     s = replace(Settings(), **coerced)
-    s = replace(s, secret=_load_secret(s, env))
-    validate(s, sources)
-    return s
+    validate(s, sources)  # every other value first: one line about the real mistake
+    return replace(s, secret=_load_secret(s, env))
 
 
 def _load_secret(s: Settings, env: Mapping[str, str]) -> bytes:
@@ -400,6 +399,12 @@ def _positive(s: Settings, name: str, sources: Mapping[str, str]) -> None:
 def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     """Check every setting; raise ConfigError naming the first bad one."""
     src = dict(sources or {})
+    from streams.buildings import resolve_building_path
+
+    try:
+        resolve_building_path(s.site)
+    except OccustreamError as exc:
+        raise ConfigError(f"site ({src.get('site', 'default')}): {exc}") from None
     for name in ("tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
                  "mide_alpha", "mide_epsilon_max", "capacity_factor", "budget_epsilon_tick",
                  "retention_ticks", "batch_max", "batch_within_s", "session_timeout_s",
