@@ -77,3 +77,9 @@ def test_print_only_in_command_line_modules():
         if prints and (not is_cli or p.is_relative_to(ROOT / "mechanisms")):
             offenders.append(f"{p.relative_to(ROOT)}:{prints[0]}")
     assert offenders == []
+
+
+def test_test_module_basenames_are_unique():
+    """pytest's default import mode needs unique basenames (tests/ has no __init__.py)."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
