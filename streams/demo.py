@@ -41,9 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the whole pipeline on embedded services with simulated events and "
         "print live released occupancy and alerts. Ctrl-C stops everything.",
     )
-    p.add_argument("--days", type=float, default=7.0,
-                   help="simulated days (default 7: from day 2 on the heatmap colours "
-                        "against the usual occupancy of past days)")
+    p.add_argument("--days", type=float, default=1.0,
+                   help="simulated days (default 1: the injected over-capacity crowd alerts "
+                        "within two minutes; use 7 so that from day 2 on the heatmap colours "
+                        "against the usual occupancy of past days — the first crowd is then "
+                        "on day 3)")
     p.add_argument("--start", default="2026-01-05T00:00",
                    help="first simulated instant (default Monday 2026-01-05 00:00 UTC; the "
                    "injected over-capacity crowds are at 10:00 and 15:00)")
