@@ -78,6 +78,7 @@ from streams.oracle import (
     DEFAULT_VALIDITY_S,
     OccupancyTable,
     occupancy_oracle,
+    presence_counts,
 )
 
 #: Default start: Monday 2026-01-05 00:00 UTC (building local time = UTC).
@@ -344,19 +345,10 @@ class Simulation:
             return OccupancyTable(tick_arr, locations, np.zeros((n_t, n_loc), np.int64))
         loc_of_ap = np.array([self.site.location_index[self.site.ap_location[a]]
                               for a in self._ap_ids], np.int64)
-        mac = self._c["mac"]
-        order = np.lexsort((np.arange(len(ts)), ts, mac))  # by device, time, arrival
-        t_o, mac_o = ts[order], mac[order]
-        loc_o = loc_of_ap[self._c["ap"][order]]
-        end = t_o + validity_s
-        nxt_same = mac_o[1:] == mac_o[:-1]
-        end[:-1] = np.where(nxt_same, np.minimum(end[:-1], t_o[1:]), end[:-1])
-        lo = np.searchsorted(tick_arr, t_o, side="left")
-        hi = np.searchsorted(tick_arr, end, side="left")
-        m = lo < hi
-        diff = np.bincount(lo[m] * n_loc + loc_o[m], minlength=(n_t + 1) * n_loc)
-        diff -= np.bincount(hi[m] * n_loc + loc_o[m], minlength=(n_t + 1) * n_loc)
-        counts = np.cumsum(diff.reshape(n_t + 1, n_loc), axis=0)[:n_t].astype(np.int64)
+        counts = presence_counts(
+            self._c["mac"], ts, loc_of_ap[self._c["ap"]], tick_arr,
+            validity_s=validity_s, n_locations=n_loc,
+        )
         return OccupancyTable(tick_arr, locations, counts)
 
     def write_jsonl(self, path: str | os.PathLike[str], *, presence: bool = True,

@@ -67,6 +67,45 @@ class OccupancyTable:
         return int(self.counts[i, self.locations.index(location)])
 
 
+def presence_counts(
+    device: np.ndarray,
+    ts: np.ndarray,
+    location: np.ndarray,
+    ticks: np.ndarray,
+    *,
+    validity_s: float,
+    n_locations: int,
+) -> np.ndarray:
+    """Steps 3–4 of the definition on valid observations, vectorised.
+
+    Args:
+        device: identity code of each observation (any sortable integers), arrival order.
+        ts: event time of each observation.
+        location: column index of each observation's location; −1 = not reported (the
+            observation still ends the device's previous presence).
+        ticks: the ticks to count at, strictly increasing.
+        validity_s: how long an observation keeps a device present.
+        n_locations: number of columns.
+
+    Returns:
+        int64 counts, shape (len(ticks), n_locations).
+    """
+    n_t = len(ticks)
+    # by device, then time; ties keep arrival order, so the later observation wins
+    order = np.lexsort((np.arange(len(ts)), ts, device))
+    t_o, dev_o, loc_o = ts[order], device[order], location[order]
+    end = t_o + validity_s  # present on [ts, min(ts + validity, next ts of the device))
+    same_next = dev_o[1:] == dev_o[:-1]
+    end[:-1] = np.where(same_next, np.minimum(end[:-1], t_o[1:]), end[:-1])
+    lo = np.searchsorted(ticks, t_o, side="left")
+    hi = np.searchsorted(ticks, end, side="left")
+    m = (lo < hi) & (loc_o >= 0)
+    size = (n_t + 1) * n_locations
+    diff = np.bincount(lo[m] * n_locations + loc_o[m], minlength=size)
+    diff -= np.bincount(hi[m] * n_locations + loc_o[m], minlength=size)
+    return np.cumsum(diff.reshape(n_t + 1, n_locations), axis=0)[:n_t].astype(np.int64)
+
+
 def valid_observations(
     events: Iterable[bytes | str | dict[str, Any]],
     ap_location: dict[str, str],
@@ -135,28 +174,17 @@ def occupancy_oracle(
         if np.any(np.diff(tick_arr) <= 0):
             raise InvalidParameterError("ticks must be strictly increasing")
     n_t = len(tick_arr)
-    counts = np.zeros((n_t + 1, len(locations)), dtype=np.int64)
     if n_t == 0 or not obs:
-        return OccupancyTable(tick_arr, locations, counts[:n_t])
+        return OccupancyTable(tick_arr, locations, np.zeros((n_t, len(locations)), np.int64))
 
     ident = identity or (lambda o: o.device)
-    ids = [ident(o) for o in obs]
-    # Stable sort by (identity, ts): ties keep arrival order, so the later one wins.
-    order = sorted(range(len(obs)), key=lambda i: (ids[i], obs[i].ts))
-    for pos, i in enumerate(order):
-        o = obs[i]
-        j = col.get(o.location)
-        if j is None:
-            continue
-        nxt = order[pos + 1] if pos + 1 < len(order) else None
-        end = o.ts + validity_s
-        if nxt is not None and ids[nxt] == ids[i]:
-            end = min(end, obs[nxt].ts)
-        # ticks t with o.ts <= t < end
-        lo = int(np.searchsorted(tick_arr, o.ts, side="left"))
-        hi = int(np.searchsorted(tick_arr, end, side="left"))
-        if lo < hi:
-            counts[lo, j] += 1
-            counts[hi, j] -= 1
-    counts = np.cumsum(counts, axis=0)[:n_t]
+    _, codes = np.unique(np.array([ident(o) for o in obs], dtype=object), return_inverse=True)
+    counts = presence_counts(
+        codes,
+        np.fromiter((o.ts for o in obs), np.float64, len(obs)),
+        np.fromiter((col.get(o.location, -1) for o in obs), np.int64, len(obs)),
+        tick_arr,
+        validity_s=validity_s,
+        n_locations=len(locations),
+    )
     return OccupancyTable(tick_arr, locations, counts)
