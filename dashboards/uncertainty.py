@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mechanisms.errors import check_positive, check_probability
+from mechanisms.noise import laplace_interval
+from mechanisms.pegasus import PegasusConfig
 
 #: Default level of the intervals shown in tooltips and served by the API.
 DEFAULT_LEVEL = 0.9
 #: Default share of a PeGaSus budget given to the perturber (ε_p = 0.8 ε).
-PEGASUS_PERTURB_SHARE = 0.8
+PEGASUS_PERTURB_SHARE = PegasusConfig.perturb_share
 #: Tree levels assumed for ``hpegasus`` when its meta does not say (building → floor → room).
 HPEGASUS_DEFAULT_LEVELS = 3.0
 
@@ -66,9 +68,9 @@ def _num(meta: dict[str, Any], *keys: str) -> float | None:
 
 def laplace_halfwidth(scale: float, level: float = DEFAULT_LEVEL) -> float:
     """Half-width ``t`` with ``P(|Lap(scale)| ≤ t) = level``: ``scale · ln(1/(1 − level))``."""
-    check_positive("scale", scale)
-    check_probability("level", level)
-    return scale * math.log(1.0 / (1.0 - level))
+    return laplace_interval(
+        1.0, level, sensitivity=check_positive("scale", scale), discrete=False
+    )
 
 
 def noise_scale(mech: str, meta: dict[str, Any]) -> tuple[float | None, str]:
