@@ -14,7 +14,6 @@ reported once and skipped.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable
@@ -23,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms import hierarchical, mide, pegasus
 from mechanisms.accounting import UNIT_OF_PRIVACY as UNIT
 from mechanisms.accounting import LedgerRecord, PredicateLedger
+from mechanisms.laplace import laplace_release
 from mechanisms.noise import keyed_rng
 from mechanisms.pseudonym import TTL_GUARANTEE
 from streams.buildings import Site
@@ -61,13 +62,6 @@ class TickOutput:
     expost: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
 class Releaser:
     """Runs the configured release mechanisms and MIDE for each final tick."""
 
@@ -80,21 +74,13 @@ class Releaser:
                                         tuple[Release, bytes | None]]] = {}
         for name in settings.mechanisms:
             self._mechs[name] = getattr(self, f"_{name}", None)  # ttl: counts as is
-        self._mide = _optional("mechanisms.mide") if settings.mide else None
-        if settings.mide and (self._mide is None or not hasattr(self._mide, "decide")):
-            log.warning("MIDE alerts disabled: mechanisms.mide.decide is not available")
-            self._mide = None
+        self._mide = mide if settings.mide else None
         self._tree: Any = None
         self._per_hour = max(int(round(3600 / settings.tick_s)), 1)
         if self._mide is not None:
             self._check_mide()
-        self._laplace_mod = _optional("mechanisms.laplace")
-        self._pegasus_mod = _optional("mechanisms.pegasus")
-        self._hier_mod = _optional("mechanisms.hierarchical")
-        for name, mod in (("pegasus", self._pegasus_mod), ("hpegasus", self._hier_mod)):
-            if name in self._mechs and mod is None:
-                log.warning("mechanism %s disabled: its library module is not available", name)
-                del self._mechs[name]
+        self._pegasus_mod = pegasus
+        self._hier_mod = hierarchical
 
     def _check_mide(self) -> None:
         """Refuse MIDE parameters that would deny every query (silently no alerts).
@@ -224,11 +210,7 @@ class Releaser:
                  ) -> tuple[Release, bytes | None]:
         eps = self.s.laplace_epsilon
         rng = keyed_rng(self.s.secret, "laplace", tick, "all")
-        if self._laplace_mod is not None and hasattr(self._laplace_mod, "laplace_release"):
-            vals = self._laplace_mod.laplace_release(c, eps, rng=rng)
-        else:
-            from mechanisms.noise import discrete_laplace
-            vals = c + discrete_laplace(1.0 / eps, size=c.shape, rng=rng)
+        vals = laplace_release(c, eps, rng=rng)
         return Release("laplace", tick, [float(v) for v in np.asarray(vals)], eps), None
 
     def _pegasus(self, c: np.ndarray, tick: float, state: bytes | None
