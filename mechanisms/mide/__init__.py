@@ -29,6 +29,8 @@ Also here:
 
 * :mod:`~mechanisms.mide.privrelax` — PrivRelax / NoiseDown (gradual release).
 * :mod:`~mechanisms.mide.entropy` — min-entropy γ(Θ) (Def. 5.4), exact.
+* :mod:`~mechanisms.mide.hardness` — why γ(Θ) has no polynomial exact algorithm for
+  every Θ unless P = NP (subset-sum reductions, with instance builders).
 * :mod:`~mechanisms.mide.accounting` — records results in the predicate-wise ledger
   (:class:`mechanisms.accounting.PredicateLedger`, Def. 5.2–5.3,
   Thm 5.1–5.3); the internal home of ``ex_post``.

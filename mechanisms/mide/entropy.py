@@ -44,18 +44,19 @@ level enumeration runs if it needs ≤ :data:`LEVEL_ENUM_LIMIT` candidates (e.g.
 levels of 3,000–4,000 members, ≈ 3 s); otherwise the result is the certified chord-LP
 lower bound with ``exact=False`` (conservative for a privacy metric).
 
-*What is not solved.* For many distinct ε the vertex problem is a 0-1 knapsack with
-an exact-fit condition (choose U with s − Δ_φ ≤ Σ_U Δ_i ≤ s) and a concave last term;
-the chord-LP bound is tight exactly when some U fills the slack, so the search must
-certify that no better fit exists. Observed on random k ≤ 12: the optimal U is neither
-a prefix by ε (``test_upper_bound_set_is_not_a_prefix_by_epsilon``) nor a prefix plus
-one extra item (up to 3 items beyond the first gap; the free predicate is neither the
-widest nor the narrowest one at its lower bound in ~14 % of cases), so no
-greedy/exchange rule holds. No polynomial exact algorithm for pairwise-distinct ε is
-known to us and none is claimed (no hardness proof either). Pairwise-distinct ε drawn
-from Exp(1) finish exactly (≈ 0.1 s, 10,000 predicates), but near-equal ε (e.g. 10,000
-distinct values in [0, 3], or tens of close levels) hit the budget and return
-``exact=False`` (LP bound within ~1e-5–2e-3 nats of the best vertex found).
+*Why not polynomial for every Θ.* For many distinct ε the vertex problem is a 0-1
+knapsack with an exact-fit condition (choose U with s − Δ_φ ≤ Σ_U Δ_i ≤ s) and a
+concave last term; the chord-LP bound is tight exactly when some U fills the slack. The
+"prefix by ε" hint fails (``test_upper_bound_set_is_not_a_prefix_by_epsilon``), and
+:mod:`mechanisms.mide.hardness` shows why no rule of that kind can work: on nested
+boxes γ decides SUBSET-SUM (Theorem 1, proof), and on uniform-prior Θ with near-equal ε
+it decides K-SUBSET-SUM to first order (Theorem 2, checked against brute force) — so
+an exact algorithm polynomial for every Θ would give P = NP. What is delivered instead:
+exact answers (verified against brute force), polynomial for a bounded number G of
+distinct ε (every MIDE output: G ≤ steps per query), tens of nodes on MIDE outputs,
+and on adversarial inputs (10,000 near-equal distinct ε, or those reductions beyond
+~30 predicates) a stop at :data:`MAX_NODES` with ``exact=False`` and the certified
+interval [value, upper] (LP bound, best vertex; within ~1e-5–2e-3 nats on dense ε).
 
 Verification: :func:`min_entropy_bruteforce` enumerates every vertex (k ≤ 16) and is
 the test oracle for both methods (thousands of random instances, k ≤ 10, ties, extreme
@@ -171,6 +172,8 @@ class MinEntropySolution:
             chord-LP lower bound — conservative for a privacy metric (it understates the
             adversary's remaining uncertainty) — and ``p`` the best vertex found.
         method: "levels" (polynomial level enumeration) or "search" (branch-and-bound).
+        upper: entropy of ``p`` — equal to ``value`` when ``exact``; otherwise
+            γ ∈ [value, upper] (the certified interval).
     """
 
     value: float
@@ -178,6 +181,11 @@ class MinEntropySolution:
     nodes: int
     exact: bool = True
     method: str = "search"
+    upper: float = math.nan
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.upper):
+            object.__setattr__(self, "upper", self.value)
 
 
 def _levels_search(
@@ -436,7 +444,8 @@ def min_entropy_solution(
             "min-entropy search stopped after %d nodes (%d predicates, %d distinct bounds); "
             "reporting the conservative LP lower bound", nodes, lo.size, big_g
         )
-        return MinEntropySolution(float(base + root_bound), p, nodes, exact=False, method=used)
+        return MinEntropySolution(float(base + root_bound), p, nodes, exact=False, method=used,
+                                  upper=float(base + best_val))
     return MinEntropySolution(float(base + best_val), p, nodes, method=used)
 
 
