@@ -39,9 +39,11 @@ knapsack: fill levels by increasing chord slope) whose optimum is a valid lower 
 tight except for the free coordinate. Depth-first search over the counts in chord-slope
 order, pruning every branch whose bound is not below the best vertex found
 (:data:`REL_TOL`), returns the exact minimum; a MIDE output (a handful of distinct ε)
-takes tens of nodes (≈ 10 ms for 10,000 predicates). If it hits :data:`MAX_NODES`, the
-level enumeration runs if it needs ≤ :data:`LEVEL_ENUM_LIMIT` candidates (e.g. three
-levels of 3,000–4,000 members, ≈ 3 s); otherwise the result is the certified chord-LP
+takes tens of nodes (≈ 10 ms for 10,000 predicates). When the level enumeration fits
+in :data:`LEVEL_ENUM_LIMIT` candidates the search stops after
+:data:`LEVEL_FALLBACK_NODES` and the enumeration runs, its rows pruned by the chord-LP
+bound against the search's best vertex (three near-equal levels of 3,333 members:
+≈ 1 s, exact); otherwise, at :data:`MAX_NODES`, the result is the certified chord-LP
 lower bound with ``exact=False`` (conservative for a privacy metric).
 
 *Why not polynomial for every Θ.* For many distinct ε the vertex problem is a 0-1
@@ -80,6 +82,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "LEVEL_ENUM_FIRST",
     "LEVEL_ENUM_LIMIT",
+    "LEVEL_FALLBACK_NODES",
     "MAX_NODES",
     "REL_TOL",
     "MinEntropySolution",
@@ -95,6 +98,9 @@ REL_TOL = 1e-12
 #: search nodes after which :func:`min_entropy_solution` stops the branch-and-bound and
 #: returns the certified chord-LP lower bound with ``exact=False``.
 MAX_NODES = 200_000
+#: search budget when the exact level enumeration fits in :data:`LEVEL_ENUM_LIMIT`: the
+#: search then only supplies an incumbent that prunes the enumeration's rows.
+LEVEL_FALLBACK_NODES = 60_000
 #: largest number of candidate vertices (G · Π_{g≠g*} (c_g + 1)) the polynomial level
 #: enumeration evaluates; above it the branch-and-bound runs instead.
 LEVEL_ENUM_LIMIT = 40_000_000
@@ -190,14 +196,20 @@ class MinEntropySolution:
 
 def _levels_search(
     n_g: list[int], d_g: list[float], w_g: list[float], lo_g: list[float], slack: float,
-    limit: int,
-) -> tuple[float, list[int], tuple[int, float] | None, int] | None:
+    limit: int, incumbent: float = math.inf,
+) -> tuple[float, list[int] | None, tuple[int, float] | None, int] | None:
     """Exact minimum by enumerating count vectors of all levels but one (Lemma 3).
 
     Levels t = 0..G−1 have n_g[t] members with bounds [lo_g[t], lo_g[t] + d_g[t]],
-    d_g[t] > 0, and cost w_g[t] of moving one member up. Returns (cost above the
-    all-lower base, counts at the upper bound per level, free (level, x) or None,
-    candidates evaluated), or None when G · Π_{g≠g*} (c_g + 1) exceeds ``limit``.
+    d_g[t] > 0, and cost w_g[t] of moving one member up. Rows (count vectors of the
+    enumerated levels) that cannot host a vertex, or whose chord-LP bound (the solved
+    level plus one free member of the cheapest, widest kind) is not below
+    ``incumbent``, are dropped before the exact evaluation.
+
+    Returns:
+        (cost above the all-lower base, counts at the upper bound per level, free
+        (level, x) or None, candidates evaluated) — with counts None when no vertex
+        beats ``incumbent`` — or None when G · Π_{g≠g*} (c_g + 1) exceeds ``limit``.
     """
     big_g = len(n_g)
     star = int(np.argmax(n_g))  # the level whose count is solved, not enumerated
@@ -211,13 +223,35 @@ def _levels_search(
     w_rest = np.array([w_g[t] for t in rest], dtype=float)
     n_rest = np.array([n_g[t] for t in rest], dtype=float)
     d_s, w_s, c_s = d_g[star], w_g[star], n_g[star]
+    r_s = w_s / d_s
+    # the free member's chord relaxation: cheapest slope, widest width of any level
+    r_abs = min(w / d for w, d in zip(w_g, d_g, strict=True))
+    d_abs = max(d_g)
+    prune_at = incumbent + tol * max(1.0, abs(incumbent)) if math.isfinite(incumbent) else (
+        math.inf)
     best: tuple[float, list[int], int, int, float] | None = None  # value, rest, n*, φ, x
+    candidates = 0
     for start in range(0, size, _CHUNK):
         flat = np.arange(start, min(size, start + _CHUNK))
         cnt = np.stack(np.unravel_index(flat, shape), axis=1).astype(float) if rest else (
             np.zeros((1, 0)))
         rem0 = slack - cnt @ d_rest  # slack left for level star and the free member
+        keep = (rem0 >= -tol) & (rem0 <= c_s * d_s + d_abs + tol)
         cost0 = cnt @ w_rest
+        if math.isfinite(prune_at):
+            r0 = np.clip(rem0, 0.0, None)
+            if r_abs <= r_s:
+                t_abs = np.minimum(r0, d_abs)
+                t_s = np.minimum(r0 - t_abs, c_s * d_s)
+            else:
+                t_s = np.minimum(r0, c_s * d_s)
+                t_abs = np.minimum(r0 - t_s, d_abs)
+            keep &= cost0 + r_s * t_s + r_abs * t_abs < prune_at
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            continue
+        cnt, rem0, cost0 = cnt[rows], rem0[rows], cost0[rows]
+        candidates += 2 * big_g * rows.size
         for phi in range(big_g):
             if phi == star:
                 cap_s = c_s - 1
@@ -245,11 +279,13 @@ def _levels_search(
     # every member at its upper bound (no free member): only if Σ u = 1
     full_rem = slack - float(np.dot(n_g, d_g))
     full_cost = float(np.dot(n_g, w_g))
-    candidates = 2 * big_g * size
-    if abs(full_rem) <= tol and (best is None or full_cost < best[0]):
+    if abs(full_rem) <= tol and full_cost < min(incumbent, best[0] if best else math.inf):
         return full_cost, list(n_g), None, candidates
-    if best is None:  # pragma: no cover - feasibility was checked by the caller
-        raise OccustreamError("min-entropy level search found no vertex (numerical trouble)")
+    if best is None or best[0] >= incumbent:
+        if math.isfinite(incumbent):
+            return math.inf, None, None, candidates
+        raise OccustreamError(  # pragma: no cover - feasibility was checked by the caller
+            "min-entropy level search found no vertex (numerical trouble)")
     value, rest_counts, n_star, phi, x = best
     counts_up = [0] * big_g
     for j, t in enumerate(rest):
@@ -377,6 +413,11 @@ def min_entropy_solution(
             f"counts {sorted(n_g)[:8]}..., not 'levels' (over LEVEL_ENUM_LIMIT candidates)"
         )
     used = "search"
+    budget = MAX_NODES
+    if method == "auto" and level_sol is None:
+        levels_fit = big_g * math.prod(n + 1 for n in n_g) // (max(n_g) + 1)
+        if levels_fit <= LEVEL_ENUM_LIMIT:
+            budget = min(MAX_NODES, LEVEL_FALLBACK_NODES)
     if level_sol is not None:
         best_val, best_counts, best_free, nodes = level_sol
         used = "levels"
@@ -384,7 +425,7 @@ def min_entropy_solution(
         push(0, slack, 0.0, math.inf, 0.0)
     while stack:
         nodes += 1
-        if nodes > MAX_NODES and best_counts is not None:
+        if nodes > budget and best_counts is not None:
             exact = False
             break
         frame = stack[-1]
@@ -423,10 +464,12 @@ def min_entropy_solution(
             continue
         push(t + 1, new_rem, new_cost, n_slope, n_cap)
     if not exact and method == "auto":  # budget hit: the polynomial enumeration, if small
-        level_sol = _levels_search(n_g, d_g, w_g, lo_g, slack, LEVEL_ENUM_LIMIT)
-        if level_sol is not None:
-            best_val, best_counts, best_free, level_nodes = level_sol
-            nodes += level_nodes
+        level_sol = _levels_search(n_g, d_g, w_g, lo_g, slack, LEVEL_ENUM_LIMIT,
+                                   incumbent=best_val)
+        if level_sol is not None:  # exact: either a better vertex or none exists
+            if level_sol[1] is not None:
+                best_val, best_counts, best_free, _ = level_sol
+            nodes += level_sol[3]
             exact, used = True, "levels"
     if best_counts is None:  # pragma: no cover - feasibility was checked above
         raise OccustreamError("min-entropy search found no vertex (numerical trouble)")

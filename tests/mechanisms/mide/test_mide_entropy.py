@@ -87,6 +87,27 @@ def test_search_budget_falls_back_to_exact_level_enumeration(monkeypatch):
     assert sol.value == pytest.approx(reference, abs=1e-12)
 
 
+@pytest.mark.parametrize("budget", [1, 4, 12])
+def test_pruned_level_enumeration_after_a_cut_search_equals_brute_force(monkeypatch, budget):
+    # the search stops early and its best vertex prunes the enumeration's rows: both the
+    # "a better vertex exists" and the "the incumbent was optimal" outcomes must be exact
+    monkeypatch.setattr(entropy_module, "MAX_NODES", budget)
+    monkeypatch.setattr(entropy_module, "LEVEL_FALLBACK_NODES", budget)
+    monkeypatch.setattr(entropy_module, "LEVEL_ENUM_FIRST", 0)
+    rng = np.random.default_rng(budget)
+    methods = set()
+    for _ in range(150):
+        k = int(rng.integers(2, 10))
+        eps = rng.choice(rng.exponential(rng.choice([0.01, 0.3, 2.0]), 3), k)
+        if rng.random() < 0.5:
+            eps = 0.3 + 1e-4 * rng.integers(0, 3, k)  # near-equal levels: the hard case
+        lo, hi = posterior_bounds(eps)
+        sol = min_entropy_solution(lo, hi)
+        methods.add(sol.method)
+        _check_solution(sol, lo, hi, min_entropy_bruteforce(lo, hi))
+    assert "levels" in methods
+
+
 def test_method_must_be_known_and_levels_must_fit(monkeypatch):
     lo, hi = posterior_bounds(np.array([0.1, 0.2, 0.3]))
     with pytest.raises(InvalidParameterError):
