@@ -75,7 +75,7 @@ def run(quick: bool = False) -> dict:
         weights = rng.integers(1, 1000, n).tolist()
         size = n // 4
         target = int(sum(sorted(weights)[n // 2 - size // 2: n // 2 + size - size // 2]))
-        inst = epsilon_subset_sum_instance(weights, size, target, eta=1e-7)
+        inst = epsilon_subset_sum_instance(weights, size, target)
         _min_entropy_case(out, f"subset_sum_{n}", inst.epsilons, hard_repeats)
     out["targets_ms"] = "tslm<50 ppwlm<200 dppwlm<2000 min_entropy<1000"
     return out

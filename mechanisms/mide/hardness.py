@@ -3,66 +3,82 @@
 Issue 4 asks for an exact, polynomial algorithm for the min-entropy metric γ(Θ)
 (thesis Def. 5.4, eq. 5.8) and ALGORITHMS.md suggests one from the nesting of the
 posterior intervals (l_i falls and u_i rises with ε_i). This module shows that nesting
-cannot be enough, and that the ε-shaped instances carry the same combinatorics.
+cannot be enough (Theorem 1, a proof: exact γ on nested boxes is weakly NP-hard), and
+that the ε-shaped boxes carry the same combinatorics (Theorem 2, a leading-order
+argument checked numerically, with the outline of a full proof).
 
 Notation as in :mod:`mechanisms.mide.entropy`: f(p) = −p ln p (concave), box
 l ≤ p ≤ u, Σ p = 1, slack s = 1 − Σ l, width Δ_i = u_i − l_i, y_i = p_i − l_i,
-g_i(y) = f(l_i + y) − f(l_i) and the chord slope σ_i = g_i(Δ_i)/Δ_i.
+g_i(y) = f(l_i + y) − f(l_i), chord slope S(l, u) = (f(u) − f(l))/(u − l) and
+σ_i = S(l_i, u_i). For a concave f, S decreases in both end points.
 
-**Theorem 1 (nested boxes; proof).** Deciding "γ(l, u) ≤ B" is NP-hard for nested
-intervals, by reduction from SUBSET-SUM (integers a_1..a_n, target τ).
+**Theorem 1 (nested boxes; proof).** Deciding "γ(l, u) ≤ T" for nested intervals is
+NP-hard (weakly), by reduction from SUBSET-SUM (integers a_1..a_n, target τ).
 
 *Construction* (:func:`nested_subset_sum_instance`). Fix m = 1/(8(n+1)) and
-σ = f′(m) = −ln m − 1, so e^(−σ) = e·m. For l ∈ (0, m) there is exactly one u(l) ∈ (m, e·m)
-with chord slope S(l, u) = σ (g rises then falls below its chord's slope); the width
-W(l) = u(l) − l falls continuously from e·m to 0 as l rises from 0 to m, so the
-intervals are nested, and for ω = 0.9·e·m / max a every number item i gets the
-interval with width a_i·ω (bisection). A container item B gets l_B = ½ min l_i and
-u_B = 1 − Σ l_i − τω; u_B > 0.5 > e·m, so B contains every other interval (nesting
-holds), and its chord slope σ_B ≤ S(0, u_B) = −ln u_B < σ. The slack left after B is
-full is exactly τω.
+σ = f′(m) = −ln m − 1, so e^(−σ) = e·m. For l ∈ (0, m): S(l, ·) is strictly decreasing,
+S(l, m) > f′(m) = σ and S(l, e·m) < S(0, e·m) = −ln(e·m) = σ, so exactly one
+u(l) ∈ (m, e·m) has S(l, u(l)) = σ. As S decreases in both end points, u(l) is strictly
+decreasing: l < l′ ⇒ [l′, u(l′)] ⊂ [l, u(l)] (nested), and W(l) = u(l) − l falls
+continuously from e·m to 0. With ω = 0.9·e·m / max a, number item i gets the interval
+of width a_i·ω. A container item 𝔅 gets l_𝔅 = ½ min l_i and u_𝔅 = 1 − Σ l_i − τω;
+u_𝔅 > 0.56 > e·m, so 𝔅 contains every other interval (nesting holds), and
+σ_𝔅 ≤ S(0, u_𝔅) = −ln u_𝔅 < σ. The slack left once 𝔅 is full is exactly τω.
 
 *Proof.* g_i is strictly concave with g_i(0) = 0, so g_i(y) ≥ σ_i·y on [0, Δ_i] with
 equality only at y ∈ {0, Δ_i}. Hence for every feasible p
 
-    Σ f(p) − Σ f(l) = Σ g_i(y_i) ≥ σ_B y_B + σ(s − y_B) ≥ σ_B Δ_B + σ·τω =: B − Σ f(l)
+    Σ f(p) − Σ f(l) = Σ g_i(y_i) ≥ σ_𝔅 y_𝔅 + σ(s − y_𝔅) ≥ σ_𝔅 Δ_𝔅 + σ·τω =: T − Σ f(l)
 
-(σ_B < σ, y_B ≤ Δ_B). Equality needs y_B = Δ_B and every number item at 0 or at its
-full width, i.e. a subset of the a_i summing to τ: γ = B iff the instance is a
+(σ_𝔅 < σ, y_𝔅 ≤ Δ_𝔅). Equality needs y_𝔅 = Δ_𝔅 and every number item at 0 or at its
+full width, i.e. a subset of the a_i summing to τ: γ = T iff the instance is a
 YES-instance. For a NO-instance take a minimising vertex (Lemma 1 of
-:mod:`~mechanisms.mide.entropy`: at most one free coordinate). If B is free, the
-numbers at their upper bound overshoot by a non-zero multiple of ω, so
-y_B ≤ Δ_B − ω and the excess is ≥ (σ − σ_B)·ω; if B is at its lower bound the excess is
-≥ (σ − σ_B)·Δ_B ≥ (σ − σ_B)·ω; if B is full, the free number item φ takes
-x = (τ − Σ_U a)·ω ∉ {0, Δ_φ}, a multiple of ω, so x ∈ [ω, Δ_φ − ω] and the excess is
-≥ min(g_φ(ω) − σω, g_φ(Δ_φ − ω) − σ(Δ_φ − ω)) > 0 (a concave function vanishing at
-both ends is smallest at the ends of a sub-interval). The minimum of these bounds is
-the certified ``gap``: YES ⇒ γ = B, NO ⇒ γ ≥ B + gap, with gap ≈ 1e-4 on small
-instances — far above floating-point error. Every quantity is computed in time
-polynomial in n and the bit length of the a_i (bisection to machine precision), so a
-polynomial algorithm for γ on nested boxes would decide SUBSET-SUM. ∎
+:mod:`~mechanisms.mide.entropy`: at most one free coordinate). If 𝔅 is free, the
+numbers at their upper bound can only overshoot τω (undershooting needs y_𝔅 > Δ_𝔅),
+by a non-zero multiple of ω, so y_𝔅 ≤ Δ_𝔅 − ω and the excess is ≥ (σ − σ_𝔅)·ω; if 𝔅 is
+at its lower bound the excess is ≥ (σ − σ_𝔅)·Δ_𝔅 ≥ (σ − σ_𝔅)·ω; if 𝔅 is full with every
+number at a bound, the numbers sum to τ (impossible); if 𝔅 is full and a number item
+φ is free, it takes x = (τ − Σ_U a)·ω ∉ {0, Δ_φ}, a multiple of ω, so x ∈ [ω, Δ_φ − ω]
+(impossible when a_φ = 1) and the excess is ≥ min(g_φ(ω) − σω,
+g_φ(Δ_φ − ω) − σ(Δ_φ − ω)) > 0 (a concave function vanishing at both ends is smallest
+at the ends of a sub-interval). The minimum of these bounds is the certified
+``gap`` (≥ ω²/(2e·m) ≈ 1.1·m/(max a)², from |f″| ≥ 1/(e·m)): YES ⇒ γ = T,
+NO ⇒ γ ≥ T + gap. For a Karp reduction the instance must be finite: compute rationals
+l̃, ũ within δ = gap/(C·n·log n) of l, u (O(L + log n) bits for weights of bit length
+L); the feasible set moves by O(nδ) and f is O(log n)-Lipschitz on p ≥ l_𝔅, so
+|γ(l̃, ũ) − γ(l, u)| < gap/3 (nesting is kept for small δ), and "γ ≤ T + gap/2" holds
+iff YES. So exact γ on nested boxes is NP-hard; since the gap is 2^(−Θ(L)) this is
+weak NP-hardness and says nothing against approximating γ to an additive 1/poly(n). ∎
 
-Because the prefix hint fails already on Θ-shaped boxes
-(``test_upper_bound_set_is_not_a_prefix_by_epsilon``), the question is whether the
-one-parameter family l_i = e^(−ε_i)/Z₁, u_i = e^(ε_i)/Z₂ (uniform priors) is easier.
+Theorem 1's boxes are not posterior boxes: for any Θ and prior, eq. 5.7 / A.2 give
+Σ l · Σ u = 1, while here Σ u ≈ 1 and Σ l < 1/8. So it shows that *nesting* is not
+enough; for Θ itself the question is whether the one-parameter family
+l_i = e^(−ε_i)/Z₁, u_i = e^(ε_i)/Z₂ (uniform priors) is easier. The prefix hint
+already fails there (``test_upper_bound_set_is_not_a_prefix_by_epsilon``).
 
-**Theorem 2 (uniform-prior Θ; perturbation argument, checked numerically).** The
+**Theorem 2 (uniform-prior Θ; leading-order argument, checked numerically).** The
 instances Θ of :func:`epsilon_subset_sum_instance` decide K-SUBSET-SUM (is there a
-K-element subset of the a_i summing to τ? NP-hard): with ε_i = ε₀ + η·a_i the boxes
-are those of eq. 5.7 exactly. For fixed normalisers Z the chord cost C(ε) =
-f(u) − f(l) and width W(ε) satisfy dC/dε = f′(u)u + f′(l)l and dW/dε = u + l, so to
-first order in η every item costs C₀ + r·(W_i − W₀) with r = (f′(u)u + f′(l)l)/(u + l)
-strictly between f′(u) and f′(l). ε₀ is chosen (root finding) so that K items whose
-a-values sum to τ fill the slack up to O(η²). A K-subset U with free item φ then has
-excess h_φ(x) = g_φ(x) − r·x over the first-order value
-B₁ = Σ f(l) + K·C(ε₀) + ητ·C′(ε₀), where x = (τ − Σ_U a)·W′η + O(η²) (or the mirror
-case with φ almost full); h_φ is concave with h_φ′(0) = f′(l_φ) − r > 0 and the
-mirror slope r − f′(u_φ) > 0, so a NO-instance costs ≥ B₁ + c₁η (c₁ = W′·min of the
-two slopes, ``first_order_gap``) while a YES-instance costs B₁ + O(η²). Choosing
-η small enough separates them: (γ − B₁)/η ≈ 0 for YES and ≥ c₁ for NO. This is an
-argument about leading orders, not a formal proof (the η² constants are not bounded
-here); ``tests/mechanisms/mide/test_mide_entropy_hardness.py`` checks the separation
-against brute force on hundreds of random instances.
+K-element subset of the a_i summing to τ? NP-hard for K < n/2 by padding with items
+of weight τ + 1): ε_i = ε₀ + η·a_i, so the boxes are those of eq. 5.7 exactly. For
+fixed normalisers Z the chord cost C(ε) = f(u) − f(l) and width W(ε) satisfy
+dC/dε = f′(u)u + f′(l)l and dW/dε = W′ = u + l, so to first order in η every item
+costs C₀ + r·(W_i − W₀) with r = (f′(u)u + f′(l)l)/(u + l), a convex combination of
+f′(u) < f′(l), hence strictly between them. ε₀ is chosen (root finding) so that K items
+whose a-values sum to τ fill the slack up to O(η²); as long as η·Σa·W′ < W₀/2 only
+|U| ∈ {K − 1, K} items at the upper bound can host a vertex. A K-subset U with free
+item φ has excess h_φ(x) = g_φ(x) − r·x over the first-order value
+B₁ = Σ f(l) + K·C(ε₀) + ητ·C′(ε₀), where x = (τ − Σ_U a)·W′η + O(η²). Since
+|f″| ≤ 1/l_φ on the box, h_φ(x) ≥ x·(h_φ′(0) − x/(2l_φ)) with h_φ′(0) = f′(l_φ) − r > 0,
+which is ≥ ½·c₁η for W′η ≤ x ≤ ητW′ ≤ l_φ·h_φ′(0); the (K − 1)-subset case (φ almost
+full) is the mirror image with slope r − f′(u_φ) > 0 (c₁ = W′·min of the two slopes,
+``first_order_gap``). A YES-instance costs B₁ + O(η²). The O(η²) Taylor remainders
+are ≤ K·M·(η·max a)² with M bounding |C″|, |W″| (M = O(u·ln(1/l))) and c₁ ≳ 1/(n·K²),
+so η ≤ 1/(poly(n)·(max a)²) — O(L + log n) bits, rational ε — should separate the
+two cases; bounding those constants is the missing step of a full proof. Numerically
+the YES deviation is ≈ −3.8·η·(max a)² in units of c₁η, hence the default
+η = min(10⁻⁶, 10⁻³/(max a)²) and the rejection of η·(max a)² > 10⁻²;
+``tests/mechanisms/mide/test_mide_entropy_hardness.py`` checks the separation against
+brute force on hundreds of random instances.
 
 Consequence for the product: :func:`mechanisms.mide.entropy.min_entropy_solution`
 stays exact (branch-and-bound, verified against brute force) and is polynomial for a
@@ -83,6 +99,7 @@ from scipy.optimize import brentq
 from mechanisms.errors import InvalidParameterError
 
 __all__ = [
+    "MAX_ETA_WEIGHT2",
     "MAX_WEIGHT",
     "EpsilonInstance",
     "NestedInstance",
@@ -94,6 +111,9 @@ _XTOL = 1e-17
 #: largest weight: the narrowest interval (width ω) must stay well inside (0, m) for the
 #: bisection (width of the interval whose left end is m·(1 − 1e-4) is ≈ 2e-4·m).
 MAX_WEIGHT = 10_000
+#: largest η·(max a)² of :func:`epsilon_subset_sum_instance` (second-order error ≈ 3.8×
+#: this in units of the first-order gap).
+MAX_ETA_WEIGHT2 = 0.01
 
 
 def _f(p: float) -> float:
@@ -126,7 +146,7 @@ class NestedInstance:
     Attributes:
         lower: lower bounds (number items first, the container B last).
         upper: upper bounds.
-        threshold: B — γ equals it for a YES-instance.
+        threshold: T — γ equals it for a YES-instance.
         gap: certified lower bound on γ − B for a NO-instance.
     """
 
@@ -144,7 +164,7 @@ def nested_subset_sum_instance(weights, target: int) -> NestedInstance:
         target: integer τ with 0 < τ < Σ a.
 
     Returns:
-        The boxes, the threshold B and the certified NO-gap.
+        The boxes, the threshold T and the certified NO-gap.
 
     Raises:
         InvalidParameterError: on non-integer or non-positive weights or a target out
@@ -206,7 +226,7 @@ def _bounds(eps: np.ndarray) -> tuple[float, float]:
 
 
 def epsilon_subset_sum_instance(
-    weights, size: int, target: int, *, eta: float = 1e-6
+    weights, size: int, target: int, *, eta: float | None = None
 ) -> EpsilonInstance:
     """A uniform-prior ε vector whose min-entropy decides K-SUBSET-SUM (Theorem 2).
 
@@ -214,8 +234,9 @@ def epsilon_subset_sum_instance(
         weights: positive integers a_1..a_n.
         size: K, the subset size, 2 ≤ K < n/2.
         target: τ, 0 < τ < Σ a.
-        eta: η, the ε step per unit of weight (small: the separation is first order
-            in η, the error second order).
+        eta: η, the ε step per unit of weight; None → min(1e-6, 0.001/(max a)²). The
+            separation is first order in η, the error ≈ 3.8·η·(max a)² of it, so
+            η·(max a)² must be ≤ :data:`MAX_ETA_WEIGHT2`.
 
     Returns:
         The ε vector with the first-order threshold B₁ and gap c₁.
@@ -229,8 +250,14 @@ def epsilon_subset_sum_instance(
         raise InvalidParameterError(
             f"size must be an integer with 2 <= size < {n}/2, not {size!r}"
         )
-    if not 0 < eta <= 1e-3:
-        raise InvalidParameterError(f"eta must be in (0, 1e-3], not {eta!r}")
+    top = max(a) ** 2
+    if eta is None:
+        eta = min(1e-6, 0.1 * MAX_ETA_WEIGHT2 / top)
+    if not 0 < eta <= MAX_ETA_WEIGHT2 / top:
+        raise InvalidParameterError(
+            f"eta must be in (0, {MAX_ETA_WEIGHT2}/max(weights)**2 = {MAX_ETA_WEIGHT2 / top:.3g}]"
+            f" (larger steps blur YES and NO), not {eta!r}"
+        )
     k = int(size)
     steps = np.array(a, dtype=float) * eta
 
@@ -245,8 +272,12 @@ def epsilon_subset_sum_instance(
         return slack - k * width - target * eta * (hi + lo)
 
     guess = 0.5 * math.log(n / k - 1.0)
-    e0 = brentq(fill, guess - 0.5 * guess, guess + 0.5 * guess, xtol=_XTOL,
-                rtol=4 * np.finfo(float).eps)
+    try:
+        e0 = brentq(fill, 0.5 * guess, 1.5 * guess, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
+    except ValueError as exc:  # pragma: no cover - excluded by the eta bound
+        raise InvalidParameterError(
+            f"no ε₀ fits {size} items of total weight {target}: use a smaller eta ({exc})"
+        ) from exc
     eps = e0 + steps
     lo, hi, _, _ = parts(e0)
     z1, _ = _bounds(eps)

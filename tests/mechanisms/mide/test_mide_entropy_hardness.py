@@ -58,15 +58,20 @@ def test_nested_boxes_decide_subset_sum():
     assert min(seen.values()) >= 20  # both kinds of instance were exercised
 
 
-def test_uniform_prior_epsilons_decide_k_subset_sum_to_first_order():
-    rng = np.random.default_rng(11)
+@pytest.mark.parametrize("max_weight", [15, 1000])
+def test_uniform_prior_epsilons_decide_k_subset_sum_to_first_order(max_weight):
+    # default η = min(1e-6, 0.001 / max(a)²): large weights need a smaller step
+    rng = np.random.default_rng(11 + max_weight)
     seen = {True: 0, False: 0}
     worst_yes, best_no = 0.0, np.inf
     for _ in range(N_EPSILON):
         n = int(rng.integers(5, 12))
         size = int(rng.integers(2, (n + 1) // 2))
-        a = rng.integers(1, 15, n).tolist()
-        tau = int(rng.integers(size, min(14 * size, sum(a))))
+        a = rng.integers(1, max_weight, n).tolist()
+        if max_weight > 100:  # make YES-instances common: a random K-subset's sum, ± 1
+            tau = int(sum(rng.choice(a, size, replace=False)) + rng.integers(-1, 2))
+        else:
+            tau = int(rng.integers(size, min(14 * size, sum(a))))
         inst = epsilon_subset_sum_instance(a, size, tau)
         lo, hi = posterior_bounds(inst.epsilons)
         gamma = min_entropy_bruteforce(lo, hi)
@@ -86,7 +91,7 @@ def test_uniform_prior_epsilons_decide_k_subset_sum_to_first_order():
 def test_search_stops_with_a_certified_interval_on_a_hard_instance(caplog):
     rng = np.random.default_rng(3)
     a = rng.integers(1, 1000, 60).tolist()
-    inst = epsilon_subset_sum_instance(a, 15, int(sum(sorted(a)[20:35])), eta=1e-7)
+    inst = epsilon_subset_sum_instance(a, 15, int(sum(sorted(a)[20:35])))
     lo, hi = posterior_bounds(inst.epsilons)
     with caplog.at_level(logging.WARNING):
         sol = min_entropy_solution(lo, hi, method="search")
@@ -110,3 +115,5 @@ def test_bad_arguments_are_one_line_errors():
         epsilon_subset_sum_instance([1, 2, 3, 4], 2, 3)
     with pytest.raises(InvalidParameterError, match="eta must be"):
         epsilon_subset_sum_instance([1, 2, 3, 4, 5], 2, 3, eta=0.1)
+    with pytest.raises(InvalidParameterError, match="eta must be"):  # 1e-6 · 1000² > 0.01
+        epsilon_subset_sum_instance([1, 2, 3, 4, 1000], 2, 3, eta=1e-6)
