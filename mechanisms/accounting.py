@@ -606,6 +606,12 @@ class PredicateLedger:
     are disjoint events (parallel). A mechanism whose predicates are unions of atoms
     (e.g. floors) is recorded with :meth:`record_partition`.
 
+    The optional cap ``epsilon_max`` is checked against **data-independent** figures
+    only: whether a record is refused must not depend on the data, or the refusal itself
+    leaks what the ex-post vector hides. A data-dependent (``ex_post=True``) record on a
+    capped ledger therefore needs its worst case (``worst_case``, e.g. MIDE's public
+    ``epsilon_spent``); the ledger keeps the worst-case sums beside the ex-post ones.
+
     Args:
         predicates: the atoms (e.g. location ids), mutually exclusive.
         epsilon_max: optional cap per predicate and tick (data-independent ε_max).
@@ -622,6 +628,7 @@ class PredicateLedger:
         self.epsilon_max = None if epsilon_max is None else _check_eps("epsilon_max", epsilon_max)
         self.scope = scope
         self._per_tick: dict[int | None, np.ndarray] = {}
+        self._worst_per_tick: dict[int | None, np.ndarray] = {}  # what the cap checks
         self._entries: list[PredicateEntry] = []
 
     def _vector(self, epsilons: np.ndarray | Mapping[str, float] | Sequence[float]) -> np.ndarray:
@@ -648,29 +655,60 @@ class PredicateLedger:
         mechanism: str,
         tick: int | None = None,
         ex_post: bool = True,
+        worst_case: float | np.ndarray | Mapping[str, float] | Sequence[float] | None = None,
     ) -> PredicateEntry:
         """Add a release's per-predicate ε (Thm 5.2 composition with earlier ones).
 
+        Args:
+            epsilons: ε per predicate (vector in ledger order, or predicate → ε).
+            mechanism: label.
+            tick: tick of the release (None: counts against every tick).
+            ex_post: the vector is data-dependent (Def. 5.3).
+            worst_case: data-independent upper bound on ``epsilons`` (a scalar for every
+                predicate, or a vector/mapping); required for an ex-post record when the
+                ledger has ``epsilon_max``. Defaults to ``epsilons`` for a
+                data-independent record.
+
         Raises:
-            BudgetExhaustedError: a predicate would exceed ``epsilon_max`` at this tick.
+            BudgetExhaustedError: a predicate's worst case would exceed ``epsilon_max``
+                at this tick (decided on data-independent figures only).
+            InvalidParameterError: malformed vectors, or an ex-post record on a capped
+                ledger without ``worst_case``, or ``epsilons`` above ``worst_case``.
         """
         vec = self._vector(epsilons)
+        if worst_case is None:
+            if ex_post and self.epsilon_max is not None:
+                raise InvalidParameterError(
+                    "worst_case must be given for an ex-post record on a ledger with "
+                    "epsilon_max (the cap may only depend on data-independent ε), not None"
+                )
+            worst = vec
+        elif np.isscalar(worst_case):
+            worst = np.full(len(self.predicates), _check_eps("worst_case", worst_case))
+        else:
+            worst = self._vector(worst_case)  # type: ignore[arg-type]
+        if np.any(vec > worst + _TOL):
+            raise InvalidParameterError(
+                "worst_case must bound epsilons for every predicate, not fall below them"
+            )
         t = None if tick is None else int(tick)
         zero = np.zeros(len(self.predicates))
-        cur = self._per_tick.get(t, zero)
-        if t is None:  # tick-less spending counts against every tick: check the worst
-            others = [v for k, v in self._per_tick.items() if k is not None]
-            static = np.max(others, axis=0) if others else zero
-        else:
-            static = self._per_tick.get(None, zero)
-        after = cur + vec + static
-        if self.epsilon_max is not None and after.size and after.max() > self.epsilon_max + _TOL:
-            i = int(np.argmax(after))
-            raise BudgetExhaustedError(
-                float(vec[i]), max(self.epsilon_max - float((cur + static)[i]), 0.0),
-                f"{self.scope or 'predicates'}:{self.predicates[i]}",
-            )
-        self._per_tick[t] = cur + vec
+        if self.epsilon_max is not None:
+            cur = self._worst_per_tick.get(t, zero)
+            if t is None:  # tick-less spending counts against every tick: check the worst
+                others = [v for k, v in self._worst_per_tick.items() if k is not None]
+                static = np.max(others, axis=0) if others else zero
+            else:
+                static = self._worst_per_tick.get(None, zero)
+            after = cur + worst + static
+            if after.size and after.max() > self.epsilon_max + _TOL:
+                i = int(np.argmax(after))
+                raise BudgetExhaustedError(
+                    float(worst[i]), max(self.epsilon_max - float((cur + static)[i]), 0.0),
+                    f"{self.scope or 'predicates'}:{self.predicates[i]}",
+                )
+            self._worst_per_tick[t] = cur + worst
+        self._per_tick[t] = self._per_tick.get(t, zero) + vec
         entry = PredicateEntry(
             mechanism=mechanism,
             tick=t,

@@ -40,8 +40,9 @@ def record_result(
     """
     if result.denied:
         return None
+    # the ledger's cap (if any) is checked on the public worst case, never on ex_post
     return ledger.record(result.ex_post, mechanism=label or f"mide:{result.algorithm}",
-                         tick=tick, ex_post=True)
+                         tick=tick, ex_post=True, worst_case=float(result.epsilon_spent))
 
 
 def ledger_min_entropy(ledger: PredicateLedger, tick: int | None = None,

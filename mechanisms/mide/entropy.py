@@ -494,18 +494,38 @@ def min_entropy_solution(
     return MinEntropySolution(float(base + best_val), p, nodes, method=used)
 
 
-def min_entropy(epsilons: np.ndarray, priors: np.ndarray | None = None) -> float:
-    """γ(Θ) (Def. 5.4) of a predicate-wise ε vector, exact, in nats.
+def min_entropy(
+    epsilons: np.ndarray, priors: np.ndarray | None = None, *, require_exact: bool = False
+) -> float:
+    """γ(Θ) (Def. 5.4) of a predicate-wise ε vector, in nats.
+
+    Exact whenever the search finishes — always for a bounded number of distinct ε,
+    e.g. every MIDE output. When it stops at :data:`MAX_NODES` (adversarial inputs,
+    :mod:`mechanisms.mide.hardness`) the value is the certified lower bound (logged as a
+    warning); use :func:`min_entropy_solution` for the interval [value, upper], or
+    ``require_exact=True`` to get an error instead.
 
     Args:
         epsilons: per-predicate ε.
         priors: optional adversary prior weights (Lemma A.1); None → uniform.
+        require_exact: raise instead of returning a lower bound.
 
     Returns:
         The minimum posterior entropy the bounds allow (≤ ln k; ln k when all ε = 0).
+
+    Raises:
+        OccustreamError: ``require_exact`` and the search stopped before certifying
+            the minimum.
     """
     lo, hi = posterior_bounds(epsilons, priors)
-    return min_entropy_solution(lo, hi).value
+    sol = min_entropy_solution(lo, hi)
+    if require_exact and not sol.exact:
+        raise OccustreamError(
+            f"min-entropy of {lo.size} predicates is only bracketed, not exact: "
+            f"[{sol.value:.6g}, {sol.upper:.6g}] nats; use min_entropy_solution for the "
+            "certified interval"
+        )
+    return sol.value
 
 
 def min_entropy_bruteforce(lower: np.ndarray, upper: np.ndarray) -> float:

@@ -165,24 +165,44 @@ def test_forget_before_bounds_memory_but_keeps_the_window() -> None:
 def test_predicate_ledger_thesis_example_and_cap() -> None:
     # thesis §5.2.1: M1 = (0.1, 0.5), M2 = (0.5, 0.1) → ex-post 0.6, not 1.0
     led = PredicateLedger(["room1", "room2"], epsilon_max=1.0, scope="mide")
-    led.record([0.1, 0.5], mechanism="m1", tick=0)
-    e = led.record({"room1": 0.5, "room2": 0.1}, mechanism="m2", tick=0)
+    # M1, M2 have fixed per-predicate ε (data-independent): ex_post=False
+    led.record([0.1, 0.5], mechanism="m1", tick=0, ex_post=False)
+    e = led.record({"room1": 0.5, "room2": 0.1}, mechanism="m2", tick=0, ex_post=False)
     assert led.ex_post_epsilon(0) == pytest.approx(0.6)
-    assert e.internal and e.max_epsilon == pytest.approx(0.5)
+    assert e.internal and not e.ex_post and e.max_epsilon == pytest.approx(0.5)
     assert json.loads(e.to_json())["epsilons"] == [0.5, 0.1]
-    led.record([0.9, 0.9], mechanism="m3", tick=1)  # another tick: disjoint events
+    led.record([0.9, 0.9], mechanism="m3", tick=1, ex_post=False)  # another tick: disjoint
     assert led.ex_post_epsilon() == pytest.approx(0.9)
     with pytest.raises(BudgetExhaustedError) as ei:
-        led.record([0.0, 0.5], mechanism="m4", tick=0)
+        led.record([0.0, 0.5], mechanism="m4", tick=0, ex_post=False)
     assert ei.value.scope == "mide:room2"
     with pytest.raises(BudgetExhaustedError):  # tick-less spending counts at every tick
-        led.record([0.2, 0.0], mechanism="m5")
-    led.record([0.05, 0.0], mechanism="m6")
+        led.record([0.2, 0.0], mechanism="m5", ex_post=False)
+    led.record([0.05, 0.0], mechanism="m6", ex_post=False)
     assert led.ex_post_epsilon(1) == pytest.approx(0.95)
     with pytest.raises(InvalidParameterError):
         led.record({"nowhere": 0.1}, mechanism="m")
     with pytest.raises(InvalidParameterError):
         led.record([0.1], mechanism="m")
+
+
+def test_capped_predicate_ledger_refuses_on_the_worst_case_never_on_ex_post() -> None:
+    # a refusal that depended on the data-dependent ex-post vector would leak it
+    def ledger():
+        return PredicateLedger(["a", "b"], epsilon_max=1.0, scope="mide")
+
+    with pytest.raises(InvalidParameterError, match="worst_case"):
+        ledger().record([0.1, 0.2], mechanism="mide:x", tick=0)  # ex-post, no worst case
+    with pytest.raises(InvalidParameterError, match="worst_case"):
+        ledger().record([0.1, 0.7], mechanism="mide:x", tick=0, worst_case=0.6)
+    # two data sets: tiny ex-post vs the full worst case — the same admission decisions
+    for ex_post in ([1e-5, 1e-5], [0.6, 0.6]):
+        led = ledger()
+        led.record(ex_post, mechanism="mide:x", tick=0, worst_case=0.6)
+        assert list(led.epsilons(0)) == pytest.approx(ex_post)  # ledger keeps ex-post
+        with pytest.raises(BudgetExhaustedError):
+            led.record(ex_post, mechanism="mide:y", tick=0, worst_case=0.6)
+        led.record(ex_post, mechanism="mide:z", tick=1, worst_case=[0.6, 0.6])
 
 
 def test_predicate_partition_and_theorem_5_2_composition() -> None:

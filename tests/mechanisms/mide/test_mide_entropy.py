@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.errors import InvalidParameterError
+from mechanisms.errors import InvalidParameterError, OccustreamError
 from mechanisms.mide import entropy as entropy_module
 from mechanisms.mide.entropy import (
     entropy,
@@ -106,6 +106,19 @@ def test_pruned_level_enumeration_after_a_cut_search_equals_brute_force(monkeypa
         methods.add(sol.method)
         _check_solution(sol, lo, hi, min_entropy_bruteforce(lo, hi))
     assert "levels" in methods
+
+
+def test_min_entropy_is_a_lower_bound_or_an_error_when_the_search_stops(monkeypatch):
+    eps = 0.3 + 1e-3 * np.random.default_rng(5).random(60)  # near-equal: the hard case
+    exact = min_entropy(eps)
+    monkeypatch.setattr(entropy_module, "MAX_NODES", 2)
+    monkeypatch.setattr(entropy_module, "LEVEL_FALLBACK_NODES", 2)
+    monkeypatch.setattr(entropy_module, "LEVEL_ENUM_LIMIT", 0)
+    sol = min_entropy_solution(*posterior_bounds(eps))
+    assert not sol.exact and sol.value <= exact <= sol.upper
+    assert min_entropy(eps) == sol.value
+    with pytest.raises(OccustreamError, match="only bracketed"):
+        min_entropy(eps, require_exact=True)
 
 
 def test_method_must_be_known_and_levels_must_fit(monkeypatch):
