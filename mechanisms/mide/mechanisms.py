@@ -119,14 +119,54 @@ class MideResult:
         }
 
 
+def _numeric(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float array, or InvalidParameterError naming its type/dtype."""
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "biufO":  # object: numbers stored as Python objects are fine
+            return arr.astype(float, copy=False)
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, np.ndarray):
+        what = f"an array of dtype {value.dtype} and shape {value.shape}"
+    else:
+        what = f"a {type(value).__name__}"
+    raise InvalidParameterError(f"{name} must be real numbers, not {what}")
+
+
+def _check_finite(name: str, arr: np.ndarray) -> None:
+    """InvalidParameterError naming the first non-finite entry of ``arr``, if any."""
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        i = np.unravel_index(int(bad[0]), arr.shape) if arr.ndim else ()
+        raise InvalidParameterError(
+            f"{name} must be finite numbers, not {float(arr[i])!r} at index "
+            f"{tuple(int(k) for k in i)} ({bad.size} non-finite)"
+        )
+
+
+def _broadcast(name: str, value: Any, like: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` (numeric, finite) broadcast to ``shape`` (the shape of ``like``)."""
+    arr = _numeric(name, value)
+    try:
+        out = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise InvalidParameterError(
+            f"{name} must be a scalar or have the shape {shape} of {like}, not shape "
+            f"{arr.shape}"
+        ) from None
+    _check_finite(name, out)
+    return out
+
+
 def _check_inputs(
     values: np.ndarray, thresholds: np.ndarray, beta: float, alpha: float,
     epsilon_max: float, sensitivity: float,
 ) -> tuple[np.ndarray, np.ndarray, float, float, float, float]:
-    g = np.asarray(values, dtype=float).ravel()
-    c = np.broadcast_to(np.asarray(thresholds, dtype=float), np.shape(values)).ravel()
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(c))):
-        raise InvalidParameterError("counts and thresholds must be finite numbers")
+    raw = _numeric("counts", values)
+    _check_finite("counts", raw)
+    c = _broadcast("thresholds", thresholds, "counts", raw.shape).ravel()
+    g = raw.ravel()
     b = check_probability("beta", beta)
     if b >= 0.5:
         raise InvalidParameterError(f"beta must be in (0, 0.5), not {beta!r}")
@@ -377,12 +417,25 @@ def dppwlm(
         raise InvalidParameterError(f"fine_steps must be an integer >= 1, not {fine_steps!r}")
     lo_all = hi_all = None
     if value_range is not None:
-        lo_all = np.broadcast_to(np.asarray(value_range[0], float), g.shape)
-        hi_all = np.broadcast_to(np.asarray(value_range[1], float), g.shape)
-        if not (np.all(np.isfinite(lo_all)) and np.all(np.isfinite(hi_all))
-                and np.all(hi_all > lo_all)):
+        if not isinstance(value_range, (tuple, list)) or len(value_range) != 2:
             raise InvalidParameterError(
-                f"value_range must be finite (lo, hi) with hi > lo, not {value_range!r}")
+                f"value_range must be a pair (lo, hi), not {type(value_range).__name__}")
+        lo_all = _broadcast("value_range lo", value_range[0], "counts", g.shape)
+        hi_all = _broadcast("value_range hi", value_range[1], "counts", g.shape)
+        if not np.all(hi_all > lo_all):
+            i = int(np.flatnonzero(~(hi_all > lo_all))[0])
+            lo_i, hi_i = float(lo_all[i]), float(hi_all[i])
+            raise InvalidParameterError(
+                f"value_range must have hi > lo, not lo={lo_i!r} >= hi={hi_i!r} at predicate {i}")
+    if priors is not None:
+        q = _numeric("priors", priors)
+        if q.size != g.size:
+            raise InvalidParameterError(
+                f"priors must have one weight per count ({g.size}), not shape {q.shape}")
+        _check_finite("priors", q)
+        if np.any(q <= 0):
+            raise InvalidParameterError(
+                f"priors must be > 0, not {float(q.min())!r} (minimum)")
     plan = [float(e) for e in plan_epsilons(e1, single_step_epsilon(b / m, a, d), m)]
     eps_m = plan[-1]
     if eps_m > emax:
