@@ -221,7 +221,8 @@ HELP = {
     "hpegasus_epsilon": "ε per tick of hierarchical PeGaSus (split over the levels)",
     "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
     "mide": "raise MIDE fire-code alerts (true/false)",
-    "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS),
+    "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS)
+    + " (dppwlm estimates with the public range 0..3×capacity)",
     "mide_beta": "MIDE false-negative-rate bound β",
     "mide_alpha": "MIDE uncertainty width α (people)",
     "mide_epsilon_max": "MIDE denies a query needing more ε than this",

@@ -31,6 +31,10 @@ from mechanisms.pseudonym import TTL_GUARANTEE
 from streams.buildings import Site
 from streams.settings import Settings
 
+#: DPPWLM's public value range per location, in multiples of its capacity (see
+#: :meth:`Releaser._mide_params`).
+MIDE_VALUE_RANGE_CAPACITIES = 3.0
+
 log = logging.getLogger(__name__)
 
 
@@ -82,6 +86,19 @@ class Releaser:
         self._pegasus_mod = pegasus
         self._hier_mod = hierarchical
 
+    def _mide_params(self) -> dict:
+        """Extra MIDE parameters: DPPWLM gets the public value range (0, 3 × capacity).
+
+        Room capacities are public, so the range is too; DPPWLM uses it only to estimate
+        how many predicates stay undecided (eq. 5.9 truncated to the range) when it picks
+        the next ε — post-processing of noisy values: β-FNR and ε_max are unchanged.
+        Without it, after ε₁ = 1e-5 the estimate has no information and DPPWLM ends with
+        less min-entropy than PPWLM (issue 4 note; ``occustream mide-eval``, dppwlm-r).
+        """
+        if self.s.mide_algorithm != "dppwlm":
+            return {}
+        return {"value_range": (0.0, MIDE_VALUE_RANGE_CAPACITIES * self.capacities)}
+
     def _check_mide(self) -> None:
         """Refuse MIDE parameters that would deny every query (silently no alerts).
 
@@ -94,7 +111,7 @@ class Releaser:
         res = self._mide.decide(np.zeros(len(self.locations)), self.capacities * s.capacity_factor,
                                 algorithm=s.mide_algorithm, beta=s.mide_beta, alpha=s.mide_alpha,
                                 epsilon_max=s.mide_epsilon_max,
-                                rng=keyed_rng(s.secret, "mide-probe"))
+                                rng=keyed_rng(s.secret, "mide-probe"), **self._mide_params())
         if bool(np.any(res.denied)):
             raise ConfigError(
                 f"mide: {s.mide_algorithm} with beta={s.mide_beta:g}, alpha={s.mide_alpha:g} "
@@ -249,7 +266,8 @@ class Releaser:
         thresholds = self.capacities * s.capacity_factor
         rng = keyed_rng(s.secret, "mide" if window == "tick" else "mide-hour", tick, "all")
         res = self._mide.decide(c, thresholds, algorithm=s.mide_algorithm, beta=s.mide_beta,
-                                alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng)
+                                alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng,
+                                **self._mide_params())
         if bool(np.any(getattr(res, "denied", False))):
             return [], 0.0
         from mechanisms.mide.accounting import record_result
