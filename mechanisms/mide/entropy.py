@@ -196,6 +196,81 @@ class MinEntropySolution:
             object.__setattr__(self, "upper", self.value)
 
 
+def _level_rows(
+    rest: list[int], n_g: list[int], d_g: list[float], w_g: list[float], slack: float,
+    cap_s: float, r_s: float, r_abs: float, d_abs: float, prune_at: float, tol: float,
+):
+    """Yield blocks of count vectors (rows × len(rest)) that may host a better vertex.
+
+    A row leaves slack rem0 for the solved level (capacity ``cap_s``, chord slope
+    ``r_s``) and one free member (relaxed: slope ``r_abs``, width ``d_abs``). It is kept
+    iff 0 ≤ rem0 ≤ cap_s + d_abs and its chord-LP bound is below ``prune_at``. For fixed
+    counts of all enumerated levels but the last, rem0 is affine and the bound convex
+    (linear + the convex LP value of an affine map) in the last count, so the kept last
+    counts form an interval, computed per row in closed form — only kept rows are built.
+    The interval is widened by one on each side against rounding (a superset is safe:
+    every kept row is evaluated exactly).
+    """
+    if not rest:
+        yield np.zeros((1, 0))
+        return
+    outer = rest[:-1]
+    last = rest[-1]
+    d_l, w_l, c_l = d_g[last], w_g[last], n_g[last]
+    shape = tuple(n_g[t] + 1 for t in outer)
+    size = math.prod(shape)
+    d_out = np.array([d_g[t] for t in outer], dtype=float)
+    w_out = np.array([w_g[t] for t in outer], dtype=float)
+    # the LP value of r ≥ 0: cheaper slope first, break point bp
+    s1, s2, bp = (r_abs, r_s, d_abs) if r_abs <= r_s else (r_s, r_abs, cap_s)
+    step = max(1, _CHUNK // (c_l + 1))
+    for start in range(0, size, step):
+        flat = np.arange(start, min(size, start + step))
+        cnt = (np.stack(np.unravel_index(flat, shape), axis=1).astype(float) if outer
+               else np.zeros((1, 0)))
+        big_r = slack - cnt @ d_out
+        cost = cnt @ w_out
+        # feasibility: 0 <= R − n·d_l <= cap_s + d_abs
+        lo_n = np.ceil((big_r - cap_s - d_abs) / d_l) - 1
+        hi_n = np.floor(big_r / d_l) + 1
+        if math.isfinite(prune_at):
+            # piece 1 (rem0 <= bp): n >= (R − bp)/d_l, B = cost + s1·R + n·(w_l − s1·d_l)
+            # piece 2 (rem0 >= bp): n <= (R − bp)/d_l,
+            #   B = cost + s1·bp + s2·(R − bp) + n·(w_l − s2·d_l)
+            nb = (big_r - bp) / d_l
+            pieces = []
+            for a0, slope, p_lo, p_hi in (
+                (cost + s1 * big_r, w_l - s1 * d_l, nb, np.full_like(nb, np.inf)),
+                (cost + s1 * bp + s2 * (big_r - bp), w_l - s2 * d_l,
+                 np.full_like(nb, -np.inf), nb),
+            ):
+                if slope > 0:
+                    q_lo, q_hi = np.full_like(nb, -np.inf), (prune_at - a0) / slope
+                elif slope < 0:
+                    q_lo, q_hi = (prune_at - a0) / slope, np.full_like(nb, np.inf)
+                else:
+                    q_lo = np.where(a0 < prune_at, -np.inf, np.inf)
+                    q_hi = np.where(a0 < prune_at, np.inf, -np.inf)
+                pieces.append((np.maximum(p_lo, q_lo), np.minimum(p_hi, q_hi)))
+            (a_lo, a_hi), (b_lo, b_hi) = pieces
+            a_ok, b_ok = a_lo <= a_hi, b_lo <= b_hi
+            keep_lo = np.where(a_ok & b_ok, np.minimum(a_lo, b_lo), np.where(a_ok, a_lo, b_lo))
+            keep_hi = np.where(a_ok & b_ok, np.maximum(a_hi, b_hi), np.where(a_ok, a_hi, b_hi))
+            keep_lo = np.where(a_ok | b_ok, keep_lo, np.inf)
+            lo_n = np.maximum(lo_n, np.floor(np.clip(keep_lo, -1e18, 1e18)) - 1)
+            hi_n = np.minimum(hi_n, np.ceil(np.clip(keep_hi, -1e18, 1e18)) + 1)
+        lo_n = np.maximum(lo_n, 0.0)
+        hi_n = np.minimum(hi_n, float(c_l))
+        length = np.maximum(hi_n - lo_n + 1, 0).astype(np.int64)
+        total = int(length.sum())
+        if total == 0:
+            continue
+        rows = np.repeat(np.arange(cnt.shape[0]), length)
+        offsets = np.arange(total) - np.repeat(np.cumsum(length) - length, length)
+        n_last = np.repeat(lo_n, length) + offsets
+        yield np.column_stack([cnt[rows], n_last])
+
+
 def _levels_search(
     n_g: list[int], d_g: list[float], w_g: list[float], lo_g: list[float], slack: float,
     limit: int, incumbent: float = math.inf,
@@ -233,27 +308,11 @@ def _levels_search(
         math.inf)
     best: tuple[float, list[int], int, int, float] | None = None  # value, rest, n*, φ, x
     candidates = 0
-    for start in range(0, size, _CHUNK):
-        flat = np.arange(start, min(size, start + _CHUNK))
-        cnt = np.stack(np.unravel_index(flat, shape), axis=1).astype(float) if rest else (
-            np.zeros((1, 0)))
+    for cnt in _level_rows(rest, n_g, d_g, w_g, slack, c_s * d_s, r_s, r_abs, d_abs,
+                           prune_at, tol):
         rem0 = slack - cnt @ d_rest  # slack left for level star and the free member
-        keep = (rem0 >= -tol) & (rem0 <= c_s * d_s + d_abs + tol)
         cost0 = cnt @ w_rest
-        if math.isfinite(prune_at):
-            r0 = np.clip(rem0, 0.0, None)
-            if r_abs <= r_s:
-                t_abs = np.minimum(r0, d_abs)
-                t_s = np.minimum(r0 - t_abs, c_s * d_s)
-            else:
-                t_s = np.minimum(r0, c_s * d_s)
-                t_abs = np.minimum(r0 - t_s, d_abs)
-            keep &= cost0 + r_s * t_s + r_abs * t_abs < prune_at
-        rows = np.flatnonzero(keep)
-        if rows.size == 0:
-            continue
-        cnt, rem0, cost0 = cnt[rows], rem0[rows], cost0[rows]
-        candidates += 2 * big_g * rows.size
+        candidates += 2 * big_g * cnt.shape[0]
         for phi in range(big_g):
             if phi == star:
                 cap_s = c_s - 1
