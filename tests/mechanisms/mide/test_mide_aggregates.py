@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mechanisms.errors import InvalidParameterError
 from mechanisms.mide.aggregates import (
@@ -144,3 +146,40 @@ def test_comparison_validates_itself(args, match):
         Comparison(*args)
     with pytest.raises(InvalidParameterError, match="non-empty tuple"):
         Filter(())
+
+
+# --- property: filtered = aggregate of the pre-filtered records; every neighbour ≤ Δ ----
+_record_sets = st.integers(1, 25).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 3), min_size=n, max_size=n),
+    st.lists(st.sampled_from(["laptop", "phone", "watch"]), min_size=n, max_size=n),
+    st.lists(st.floats(-100.0, 5000.0, allow_nan=False), min_size=n, max_size=n)))
+_filters = st.lists(st.one_of(
+    st.builds(Comparison, st.just("kind"), st.sampled_from(["=", "!="]),
+              st.sampled_from(["laptop", "phone", "tablet"])),
+    st.builds(Comparison, st.just("dwell"), st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+              st.floats(-100.0, 5000.0, allow_nan=False))), min_size=1, max_size=3).map(
+    lambda ts: Filter(tuple(ts)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_record_sets, _filters, st.floats(0.0, 3000.0))
+def test_property_filter_equals_subset_and_neighbours_move_at_most_delta(records, where, c):
+    pred, kind, dwell = (np.array(a) for a in records)
+    fields = {"kind": kind, "dwell": dwell}
+    keep = filter_mask(where, pred.size, fields)
+    builders = [
+        lambda p, f, w: record_count_query(p, 4, 1.0, where=w, fields=f),
+        lambda p, f, w: sum_query(f["dwell"], p, 4, c, lower=0.0, upper=1000.0, where=w,
+                                  fields=f),
+        lambda p, f, w: avg_query(f["dwell"], p, 4, c, lower=-50.0, upper=4000.0, where=w,
+                                  fields=f),
+    ]
+    for build in builders:
+        q = build(pred, fields, where)
+        sub = build(pred[keep], {k: v[keep] for k, v in fields.items()}, None)
+        np.testing.assert_allclose(q.values, sub.values, atol=1e-6)
+        assert q.sensitivity == build(pred, fields, None).sensitivity
+        for i in range(pred.size):
+            rest = np.arange(pred.size) != i
+            nb = build(pred[rest], {k: v[rest] for k, v in fields.items()}, where)
+            assert np.abs(q.values - nb.values).sum() <= q.sensitivity * (1 + 1e-12) + 1e-6

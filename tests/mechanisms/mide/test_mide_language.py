@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mechanisms.errors import InvalidParameterError
 from mechanisms.mide.aggregates import Comparison, Filter, avg_query, record_count_query
@@ -87,6 +89,7 @@ def test_non_canonical_text_round_trips_to_the_same_ast(text):
     ("count(location kind = 'x') > 1", "column 16: expected '\\)' or WHERE"),
     ("count(location) <= 5", "column 17: only '>'"),
     ("count(location) != 5", "column 17: only '>'"),
+    ("count(location) > 5 ± 0min", "column 23: the uncertainty width"),  # not the unit's
 ])
 def test_filter_syntax_errors_give_column_and_expectation(text, match):
     with pytest.raises(QuerySyntaxError, match=match):
@@ -193,3 +196,40 @@ def test_answer_on_filtered_data_equals_true_comparison_without_effective_noise(
     res = answer(tree, beta=0.05, epsilon_max=1e12, rng=rng)
     assert not res.denied
     np.testing.assert_array_equal(res.positive, truth(tree))
+
+
+# --- property: unparse is an inverse of parse on every AST -------------------------------
+_KEYWORDS = {"AND", "OR", "WHERE"}
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda n: n.upper() not in _KEYWORDS)
+_numbers = st.floats(min_value=0.0, max_value=1e18, allow_nan=False, allow_infinity=False)
+_texts = st.text(max_size=8).filter(lambda t: not ("'" in t and '"' in t))
+_terms = st.one_of(
+    st.builds(Comparison, _names, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+              st.floats(min_value=-1e9, max_value=1e9, allow_nan=False)),
+    st.builds(Comparison, _names, st.sampled_from(["=", "!="]), _texts),
+)
+_conditions = st.builds(
+    Condition,
+    aggregate=st.one_of(st.just("count"),
+                        st.from_regex(r"(sum|avg)_[a-z0-9_]{1,6}", fullmatch=True)),
+    group_by=st.just("location"),
+    factor=_numbers,
+    reference=st.none() | _names,
+    u=st.none() | _numbers.filter(lambda x: x > 0),
+    where=st.none() | st.lists(_terms, min_size=1, max_size=3).map(
+        lambda ts: Filter(tuple(ts))),
+)
+_trees = st.recursive(
+    _conditions,
+    lambda kids: st.one_of(
+        st.lists(kids, min_size=2, max_size=3).map(lambda c: AndExpr(tuple(c))),
+        st.lists(kids, min_size=2, max_size=3).map(lambda c: OrExpr(tuple(c)))),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_trees)
+def test_property_parse_inverts_unparse(e):
+    assert parse(unparse(e)) == e
