@@ -115,6 +115,8 @@ LEVEL_ENUM_FIRST = 20_000
 
 def _xlogx(p: np.ndarray | float) -> np.ndarray:
     p = np.asarray(p, dtype=float)
+    if p.size and p.min() > 0:  # the common case: no masking needed
+        return -p * np.log(p)
     out = np.zeros_like(p)
     pos = p > 0
     out[pos] = -p[pos] * np.log(p[pos])
@@ -325,18 +327,19 @@ def _levels_search(
             n_min = np.maximum(np.ceil((rem0 - d_g[phi]) / d_s - tol), 0.0)
             n_max = np.minimum(np.floor(rem0 / d_s + tol), float(cap_s))
             ok &= n_min <= n_max
-            for n_cand in (n_min, n_max):  # concave in n: an end point is optimal
+            # concave in n: an end point is optimal (the second only where it differs)
+            for n_cand, need in ((n_min, ok), (n_max, ok & (n_max > n_min))):
                 x = rem0 - n_cand * d_s
-                feas = ok & (x >= -tol) & (x <= d_g[phi] + tol)
-                if not feas.any():
+                idx = np.flatnonzero(need & (x >= -tol) & (x <= d_g[phi] + tol))
+                if idx.size == 0:
                     continue
-                x = np.clip(x, 0.0, d_g[phi])
-                val = cost0 + n_cand * w_s + _xlogx(lo_g[phi] + x) - _h(lo_g[phi])
-                val = np.where(feas, val, math.inf)
-                row = int(np.argmin(val))
-                if best is None or val[row] < best[0]:
-                    best = (float(val[row]), [int(c) for c in cnt[row]], int(n_cand[row]),
-                            phi, float(x[row]))
+                x = np.clip(x[idx], 0.0, d_g[phi])
+                val = cost0[idx] + n_cand[idx] * w_s + _xlogx(lo_g[phi] + x) - _h(lo_g[phi])
+                j = int(np.argmin(val))
+                if best is None or val[j] < best[0]:
+                    row = int(idx[j])
+                    best = (float(val[j]), [int(c) for c in cnt[row]], int(n_cand[row]),
+                            phi, float(x[j]))
     # every member at its upper bound (no free member): only if Σ u = 1
     full_rem = slack - float(np.dot(n_g, d_g))
     full_cost = float(np.dot(n_g, w_g))
