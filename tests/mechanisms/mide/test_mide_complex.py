@@ -22,11 +22,20 @@ from mechanisms.mide.language import (
 )
 from mechanisms.mide.mechanisms import decide
 
-# FNR check as in test_mide_mechanisms: Binomial(N, β) upper (1 − ALPHA) quantile;
-# N = 20_000 gives power 0.99 against 1.3β at β = 0.05 (see there for the derivation).
+# Tree FNR check: a predicate true for the tree is missed only if some leaf that is true
+# for it misses it (Def. 6.9–6.10), so FN ~ Binomial(N, p) with p ≤ Σ_{true leaves} β_j
+# (union bound, eq. 6.23–6.25). Reject when FN exceeds the (1 − ALPHA) quantile of
+# Binomial(N, Σ_{true} β_j): false-alarm rate ≤ ALPHA. Comparing with β itself would be
+# blind: with a false leaf the true leaves hold only part of β.
 ALPHA = 1e-6
 BETA = 0.05
-N = 20_000
+# Power: to reject leaves calibrated 30 % off (every β_j ×1.3) with probability POWER at
+# the smallest bound tested, p = β·(1/2 + 1/5)/(1/2 + 1/5 + 1) = 0.0206 (optimal split),
+# n ≥ ((z_{1-ALPHA}·sqrt(p(1-p)) + z_{POWER}·sqrt(1.3p(1-1.3p))) / (0.3p))² ≈ 28_900
+# (z = 4.75, 2.33); N = 50_000 (exact binomial power ≥ 0.9999, asserted in the test).
+POWER = 0.99
+SCALE_OFF = 1.3
+N = 50_000
 
 
 def _leaf(values, thresholds, u, sens=1.0):
@@ -63,18 +72,31 @@ def test_optimal_split_minimises_total_epsilon():
 def test_tree_fnr_is_bounded_by_beta(split):
     rng = np.random.default_rng(21)
     c1, c2, c3 = (rng.integers(10, 300, N).astype(float) for _ in range(3))
-    # all three conditions just true: a miss by any leaf of the AND is a false negative
-    l1, l2 = _leaf(c1 + 1e-3, c1, 2.0), _leaf(c2 + 1e-3, c2, 5.0)
-    l3 = _leaf(c3 - 100.0, c3, 1.0)  # false branch of the OR
+    u = np.array([2.0, 5.0, 1.0])
+    # l1, l2 just true; l3 false (far below) so the OR rests on l2 alone: the tree misses
+    # iff l1 misses or l2 misses (l3 returns with ½e^(−ε₃·99) ≈ 0)
+    l1, l2 = _leaf(c1 + 1e-3, c1, u[0]), _leaf(c2 + 1e-3, c2, u[1])
+    l3 = _leaf(c3 - 100.0, c3, u[2])
     tree = And((l1, Or((l2, l3))))
-    res = answer(tree, beta=BETA, epsilon_max=10.0, split=split, rng=rng)
-    assert not res.denied
-    assert res.epsilon_spent == pytest.approx(
-        leaf_epsilons(tree, split_beta(tree, BETA, split)).sum())
     t = truth(tree)
     assert t.all()
+    # β_j derived here, not read from split_beta: naive β/n (Alg. 6–7), optimal
+    # β_j ∝ Δ_j/u_j (eq. 6.21 with Δ = 1)
+    betas = np.full(3, BETA / 3) if split == "naive" else BETA * (1 / u) / (1 / u).sum()
+    bound = betas[0] + betas[1]  # Σ over the true leaves
+    crit = int(stats.binom.ppf(1 - ALPHA, N, bound))
+    assert stats.binom.sf(crit, N, SCALE_OFF * bound) >= POWER  # the sample size claim
+
+    res = answer(tree, beta=BETA, epsilon_max=10.0, split=split, rng=rng)
+    assert not res.denied
+    np.testing.assert_allclose(res.betas, betas, rtol=1e-12)
+    assert res.epsilon_spent == pytest.approx(np.sum(np.log(1 / (2 * betas)) / u))  # Alg. 6
     fn = int((~res.positive).sum())
-    assert fn <= int(stats.binom.ppf(1 - ALPHA, N, BETA))
+    assert fn <= crit, f"{fn} false negatives of {N} (bound {bound:.4g}, critical {crit})"
+
+    # power: the same check must reject leaves calibrated for 1.3β
+    wrong = answer(tree, beta=SCALE_OFF * BETA, epsilon_max=10.0, split=split, rng=rng)
+    assert int((~wrong.positive).sum()) > crit
 
 
 def test_tree_denied_when_total_epsilon_exceeds_max():
