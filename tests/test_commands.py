@@ -131,6 +131,9 @@ SECRET = {"OCCUSTREAM_SECRET": "a-test-secret-of-enough-length"}
     (["tune", "--mechanisms", "bogus"], None, "mechanisms must be among"),
     (["audit", "--mechanisms", "bogus"], None, "mechanisms must be among"),
     (["mide-eval", "--runs", "-1"], None, "--runs"),
+    (["mide-eval", "--seed", "-1"], None, "--seed must be >= 0, not -1"),
+    (["mide-eval", "--out", "/proc/mide-eval-out"], None, "'/proc/mide-eval-out'"),
+    (["mide-eval", "--alphas", "1,1e6"], None, "--alphas must each be <"),
     (["bench", "nosuch"], None, "unknown benchmark"),
 ])
 def test_bad_value_is_one_line(argv: list[str], env: dict[str, str] | None, says: str,

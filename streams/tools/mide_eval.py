@@ -36,6 +36,7 @@ import csv
 import logging
 import math
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,9 +46,11 @@ from typing import Any
 import numpy as np
 
 from mechanisms.errors import ConfigError, InvalidParameterError
-from mechanisms.mide import decide, min_entropy
+from mechanisms.mide import decide, posterior_bounds
 from mechanisms.mide.aggregates import avg_query, count_query
 from mechanisms.mide.complex import And, Leaf, Or, answer, truth
+from mechanisms.mide.entropy import min_entropy_solution
+from mechanisms.mide.mechanisms import single_step_epsilon
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,14 @@ BETAS = tuple(round(0.01 * i, 2) for i in range(1, 11))
 ALPHAS = (1, *range(10, 201, 10))
 DEFAULTS = {"epsilon_max": 4.0, "epsilon_1": 1e-5, "steps": 4, "fine_steps": 3}
 WEEKDAY, WEEKEND = 1, 5  # Tuesday, Saturday of a Monday-start simulation
+MAIN_BETA, MAIN_ALPHA = 0.05, 1.0  # the main table; also the fixed β / α of the sweeps
+#: footnote of a table with a γ cell marked "≥" (see :func:`markdown`)
+GAMMA_NOTE = (
+    "≥: in at least one run of this cell the exact min-entropy search stopped at its node "
+    "budget (mechanisms.mide.entropy.MAX_NODES); γ is then a certified lower bound "
+    "(CSV: gamma = mean of lower bounds, gamma_upper = mean of upper bounds, "
+    "gamma_inexact = fraction of such runs)"
+)
 
 
 @dataclass(frozen=True)
@@ -192,32 +203,78 @@ def synthetic_days(n_buildings: int, days: int, seed: int) -> tuple[list[DayData
     ], out
 
 
+def _load_numeric(path: Path, option: str) -> np.ndarray:
+    """A finite real-valued array from the ``.npy`` file of CLI option ``option``."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        if "allow_pickle" in str(exc):
+            raise InvalidParameterError(
+                f"{option} must hold real numbers, not Python objects (object dtype or "
+                f"pickled data) in {str(path)!r}"
+            ) from None
+        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
+        raise ConfigError(
+            f"{option} must be a readable .npy file, not {str(path)!r} ({reason})"
+        ) from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        arr.close()
+        raise InvalidParameterError(
+            f"{option} must be one .npy array, not the .npz archive {str(path)!r}"
+        )
+    if arr.dtype.kind not in "iuf":
+        raise InvalidParameterError(
+            f"{option} must hold real numbers, not dtype {arr.dtype} in {str(path)!r}"
+        )
+    arr = arr.astype(float)
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        i = tuple(int(k) for k in bad[0])
+        raise InvalidParameterError(
+            f"{option} must be finite, not {float(arr[i])!r} at index {i} in {str(path)!r}"
+        )
+    return arr
+
+
 def file_days(
     counts_path: Path, capacities_path: Path | None
 ) -> tuple[list[DayData], list[DayData]]:
-    """Days from ``--counts`` (24, P) or (2, 24, P) and ``--capacities`` (P,)."""
+    """Days from ``--counts`` (24, P) or (D, 24, P), D ≤ 2, and ``--capacities`` (P,) or (D, P).
+
+    Raises:
+        ConfigError: a file is missing or unreadable, or ``--capacities`` is missing.
+        InvalidParameterError: wrong dtype or shape, non-finite or negative counts,
+            capacities not > 0 (the message names the value and its index).
+    """
     if capacities_path is None:
         raise ConfigError("--counts needs --capacities FILE.npy (one capacity per predicate)")
-    try:
-        arr = np.load(counts_path)
-        cap = np.load(capacities_path).astype(float).ravel()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {counts_path} / {capacities_path}: {exc}") from None
+    arr = _load_numeric(counts_path, "--counts")
+    cap = _load_numeric(capacities_path, "--capacities")
+    shape = arr.shape
+    for option, a, bad, rule in (("--counts", arr, arr < 0, ">= 0"),
+                                 ("--capacities", cap, cap <= 0, "> 0")):
+        if np.any(bad):
+            i = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise InvalidParameterError(
+                f"{option} must be {rule}, not {float(a[i])!r} at index {i}"
+            )
     if arr.ndim == 2:
         arr = arr[None]
-    if arr.ndim == 3 and cap.size == arr.shape[0] * arr.shape[2]:
-        cap = cap.reshape(arr.shape[0], arr.shape[2])  # one capacity vector per day
-    else:
-        cap = np.broadcast_to(cap, (max(arr.shape[0], 1), cap.size))
-    if arr.ndim != 3 or arr.shape[1] != 24 or arr.shape[2] != cap.shape[1] or arr.shape[0] > 2:
+    if arr.ndim != 3 or arr.shape[0] not in (1, 2) or arr.shape[1] != 24 or arr.shape[2] < 1:
         raise InvalidParameterError(
-            f"--counts must have shape (24, P) or (2, 24, P) with P = {cap.shape[1]} "
-            f"capacities, not {arr.shape}"
+            f"--counts must have shape (24, P) or (2, 24, P) (hourly peaks of one day or of "
+            f"[weekday, weekend]), not {shape}"
         )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(cap <= 0):
-        raise InvalidParameterError("--counts must be finite and >= 0, capacities > 0")
+    n_days, n_pred = arr.shape[0], arr.shape[2]
+    if cap.shape == (n_pred,):
+        cap = np.broadcast_to(cap, (n_days, n_pred))
+    elif cap.shape != (n_days, n_pred):
+        raise InvalidParameterError(
+            f"--capacities must have shape ({n_pred},) or ({n_days}, {n_pred}) for --counts "
+            f"of shape {shape}, not {cap.shape}"
+        )
     names = ("weekday", "weekend")
-    days = [DayData(names[i], arr[i].astype(float), cap[i]) for i in range(arr.shape[0])]
+    days = [DayData(names[i], arr[i], np.array(cap[i])) for i in range(n_days)]
     return days, days
 
 
@@ -258,8 +315,12 @@ def run_once(
             "fpr": math.nan,
             "eps_post": math.nan,
             "gamma": math.nan,
+            "gamma_upper": math.nan,
+            "gamma_inexact": math.nan,
             "eps": math.nan,
         }
+    # γ exactly when the search finishes; otherwise the certified interval [value, upper]
+    sol = min_entropy_solution(*posterior_bounds(res.ex_post))
     pos = g > c
     fn = float((pos & ~res.positive).sum())
     fp = float((~pos & res.positive).sum())
@@ -268,7 +329,9 @@ def run_once(
         "fnr": fn / pos.sum() if pos.any() else math.nan,
         "fpr": fp / (~pos).sum() if (~pos).any() else math.nan,
         "eps_post": res.ex_post_dp,
-        "gamma": min_entropy(res.ex_post),
+        "gamma": sol.value,
+        "gamma_upper": sol.upper,
+        "gamma_inexact": 0.0 if sol.exact else 1.0,
         "eps": res.epsilon_spent,
     }
 
@@ -292,7 +355,7 @@ def main_table(days: list[DayData], runs: int, seed: int, bar: Any) -> list[dict
                 rng = np.random.default_rng([seed, len(rows)])
                 res = []
                 for _ in range(runs):
-                    res.append(run_once(g, c, alg, 0.05, 1.0, rng, d.capacities()))
+                    res.append(run_once(g, c, alg, MAIN_BETA, MAIN_ALPHA, rng, d.capacities()))
                     bar.update(1)
                 rows.append(
                     {
@@ -315,7 +378,7 @@ def sweep(
     g, c = day.query(level)
     rows = []
     for v in values:
-        beta, alpha = (v, 1.0) if what == "beta" else (0.05, float(v))
+        beta, alpha = (v, MAIN_ALPHA) if what == "beta" else (MAIN_BETA, float(v))
         for alg in ALGORITHMS:
             rng = np.random.default_rng([seed, 7, len(rows)])
             res = []
@@ -401,10 +464,30 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _gamma_bound_only(row: dict[str, Any]) -> bool:
+    """True when some run of the cell reported γ as a certified lower bound only."""
+    try:
+        return float(row.get("gamma_inexact", 0.0)) > 0  # also a CSV row's string
+    except (TypeError, ValueError):
+        return False
+
+
 def markdown(rows: list[dict[str, Any]], cols: Sequence[str]) -> str:
-    """A Markdown table of ``cols``."""
+    """A Markdown table of ``cols``.
+
+    A γ cell averaged over a run whose min-entropy search stopped early (a certified
+    lower bound, not the exact γ) is shown as "≥value", and :data:`GAMMA_NOTE` follows
+    the table.
+    """
+
+    def cell(r: dict[str, Any], c: str) -> str:
+        mark = "≥" if c == "gamma" and _gamma_bound_only(r) else ""
+        return mark + _fmt(r[c])
+
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r, c) for c in cols) + " |" for r in rows]
+    if "gamma" in cols and any(_gamma_bound_only(r) for r in rows):
+        lines += ["", GAMMA_NOTE]
     return "\n".join(lines)
 
 
@@ -532,6 +615,58 @@ def _floats(text: str) -> list[float]:
     return vals
 
 
+def max_alpha(beta: float = MAIN_BETA) -> float:
+    """Largest α for which PPWLM/DPPWLM have a plan: ε_m = ln(m/(2β))/α > ε₁ (Alg. 2 l. 3)."""
+    return math.log(DEFAULTS["steps"] / (2.0 * beta)) / DEFAULTS["epsilon_1"]
+
+
+def check_sweeps(betas: Sequence[float], alphas: Sequence[float]) -> None:
+    """Refuse, before any work, a β or α for which some cell has no sensible plan.
+
+    Every β must lie in (0, 0.5) and every α be finite and > 0. The cells run are
+    (β, α = 1) for the β sweep and (β = 0.05, α) for the α sweep (and the main table);
+    PPWLM/DPPWLM need their final step ε_m = ln(m/(2β))/α above their first step
+    ε₁ = DEFAULTS["epsilon_1"], i.e. α < :func:`max_alpha` — a larger α is refused
+    (a researcher asked for those cells; silently dropping them would shorten the curve).
+    A small α that needs ε > ε_max is not an error: that cell is reported as denied.
+
+    Raises:
+        InvalidParameterError: naming the first bad value and the allowed range.
+    """
+    steps, eps_1 = int(DEFAULTS["steps"]), DEFAULTS["epsilon_1"]
+    for b in betas:
+        if not 0 < b < 0.5:
+            raise InvalidParameterError(f"--betas must each lie in (0, 0.5), not {b!r}")
+        if not single_step_epsilon(b / steps, MAIN_ALPHA) > eps_1:  # pragma: no cover
+            raise InvalidParameterError(f"--betas gives PPWLM no plan at α = 1, not {b!r}")
+    for a in alphas:
+        if not (math.isfinite(a) and a > 0):
+            raise InvalidParameterError(f"--alphas must each be finite and > 0, not {a!r}")
+        if not single_step_epsilon(MAIN_BETA / steps, a) > eps_1:
+            raise InvalidParameterError(
+                f"--alphas must each be < {max_alpha():.6g} (above it PPWLM/DPPWLM's final "
+                f"step ε_m = ln(m/(2β))/α at β = {MAIN_BETA}, m = {steps} falls below their "
+                f"first step ε₁ = {eps_1:g}), not {a!r}"
+            )
+
+
+def prepare_out(out: Path) -> None:
+    """Create ``out`` and check it is writable, before any long work.
+
+    Raises:
+        ConfigError: naming the path and the operating system's reason.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"--out must be a writable directory, not {str(out)!r} ({reason})"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream mide-eval`` argument parser."""
     p = argparse.ArgumentParser(
@@ -558,23 +693,44 @@ def build_parser() -> argparse.ArgumentParser:
         "--complex-days",
         type=int,
         default=7,
-        help="days (queries) of the ch. 6 experiment: the --dates plus the following days",
+        help="days (queries) of the simulated ch. 6 experiment, >= 1: the --dates, then the "
+        "days after the first date up to this many in all (a value <= the number of "
+        "--dates uses just the --dates; to leave ch. 6 out use --skip complex). With "
+        "--counts/--synthetic the days come from the data",
     )
-    src.add_argument("--counts", type=Path, help="hourly peak counts .npy, (24,P) or (2,24,P)")
-    src.add_argument("--capacities", type=Path, help="capacities .npy (P,), with --counts")
+    src.add_argument(
+        "--counts", type=Path, help="hourly peak counts .npy (real, finite, >= 0), (24, P) or "
+        "(2, 24, P) for [weekday, weekend]"
+    )
+    src.add_argument(
+        "--capacities", type=Path, help="capacities .npy, > 0, (P,) or one row per day (D, P); "
+        "with --counts"
+    )
     src.add_argument(
         "--synthetic",
         action="store_true",
         help="counts drawn around capacities instead of the simulator",
     )
-    p.add_argument("--runs", type=int, default=20, help="runs per cell (thesis: 100)")
-    p.add_argument("--seed", type=int, default=1, help="seed of data and noise")
-    p.add_argument("--betas", type=_floats, default=list(BETAS), help="β sweep values")
-    p.add_argument("--alphas", type=_floats, default=list(ALPHAS), help="α sweep values")
+    p.add_argument("--runs", type=int, default=20, help="runs per cell, >= 1 (thesis: 100)")
+    p.add_argument("--seed", type=int, default=1, help="seed of data and noise, >= 0")
+    p.add_argument(
+        "--betas", type=_floats, default=list(BETAS),
+        help=f"β sweep values (at α = {MAIN_ALPHA:g}), each in (0, 0.5)",
+    )
+    p.add_argument(
+        "--alphas", type=_floats, default=list(ALPHAS),
+        help=f"α sweep values (at β = {MAIN_BETA}), each finite, > 0 and < {max_alpha():.6g} "
+        "(above it PPWLM/DPPWLM's last step ε_m would fall below their first step "
+        f"ε₁ = {DEFAULTS['epsilon_1']:g}; such a value is refused up front, not skipped). "
+        "An α needing more than ε_max = 4 is reported as denied",
+    )
     p.add_argument(
         "--skip", default="", help="comma list of parts to skip: main,beta,alpha,complex,plots"
     )
-    p.add_argument("--out", type=Path, default=Path("mide-eval-out"), help="output directory")
+    p.add_argument(
+        "--out", type=Path, default=Path("mide-eval-out"),
+        help="output directory (created; must be writable — checked before any work)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -582,21 +738,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the experiments; return 0 on success."""
     args = build_parser().parse_args(argv)
+    # every check before any long work (loading is cheap; simulating and runs are not)
     if args.runs < 1:
-        raise InvalidParameterError(f"--runs must be >= 1, not {args.runs}")
+        raise InvalidParameterError(f"--runs must be >= 1, not {args.runs!r}")
+    if args.seed < 0:
+        raise InvalidParameterError(f"--seed must be >= 0, not {args.seed!r}")
+    if args.complex_days < 1:
+        raise InvalidParameterError(
+            f"--complex-days must be >= 1 (use --skip complex to leave ch. 6 out), "
+            f"not {args.complex_days!r}"
+        )
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     unknown = skip - {"main", "beta", "alpha", "complex", "plots"}
     if unknown:
         raise InvalidParameterError(
             f"--skip must name main,beta,alpha,complex,plots, not {sorted(unknown)}"
         )
-    if any(not 0 < b < 0.5 for b in args.betas) or any(a <= 0 for a in args.alphas):
-        raise InvalidParameterError("--betas must lie in (0, 0.5) and --alphas be > 0")
-    if args.counts is not None:
-        main_days, all_days = file_days(args.counts, args.capacities)
-    elif args.synthetic:
-        main_days, all_days = synthetic_days(24, 7, args.seed)
-    else:
+    check_sweeps(args.betas, args.alphas)
+    if args.capacities is not None and args.counts is None:
+        raise InvalidParameterError(
+            f"--capacities goes with --counts, not alone ({str(args.capacities)!r})"
+        )
+    dates: list[str] = []
+    if args.counts is None and not args.synthetic:
         dates = [d.strip() for d in args.dates.split(",") if d.strip()]
         try:
             kinds = [datetime.fromisoformat(d).weekday() >= 5 for d in dates]
@@ -606,6 +770,13 @@ def main(argv: list[str] | None = None) -> int:
             raise InvalidParameterError(
                 f"--dates must name one weekday and/or one weekend day, not {args.dates!r}"
             )
+    file_data = file_days(args.counts, args.capacities) if args.counts is not None else None
+    prepare_out(args.out)
+    if file_data is not None:
+        main_days, all_days = file_data
+    elif args.synthetic:
+        main_days, all_days = synthetic_days(24, 7, args.seed)
+    else:
         main_days = simulated_days(args.site, dates, args.seed, not args.no_progress, args.capacity)
         main_days.sort(key=lambda d: d.name != "weekday")
         all_days = list(main_days)
@@ -614,7 +785,7 @@ def main(argv: list[str] | None = None) -> int:
             # quantiles of the day itself, so no history day is needed)
             first = datetime.fromisoformat(dates[0])
             extra = [(first + timedelta(days=i)).date().isoformat()
-                     for i in range(1, 14)]
+                     for i in range(1, args.complex_days + len(dates))]
             extra = [d for d in extra if d not in dates][: args.complex_days - len(dates)]
             all_days += simulated_days(args.site, extra, args.seed + 1000,
                                        not args.no_progress, "design")
@@ -630,7 +801,6 @@ def main(argv: list[str] | None = None) -> int:
         total += len(all_days) * 4 * args.runs
     from tqdm import tqdm
 
-    args.out.mkdir(parents=True, exist_ok=True)
     # the data the experiments ran on, re-usable with --counts/--capacities
     np.save(args.out / "data_counts.npy", np.stack([d.counts for d in main_days]))
     np.save(args.out / "data_capacities.npy", np.stack([d.capacity for d in main_days]))
