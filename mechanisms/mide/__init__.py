@@ -39,7 +39,8 @@ Also here:
 * :mod:`~mechanisms.mide.complex` — AND/OR trees of threshold queries (ch. 6), naive and
   optimal β splits (eq. 6.21).
 * :mod:`~mechanisms.mide.language` — a small readable query language, e.g.
-  ``count(location) > 0.8*capacity AND avg_dwell(location) > 30min``.
+  ``count(location) > 0.8*capacity AND avg_dwell(location) > 30min``, with per-sub-query
+  filters: ``count(location WHERE kind = 'laptop') > 0.8*capacity``.
 """
 
 from mechanisms.mide.entropy import min_entropy, posterior_bounds
