@@ -27,6 +27,12 @@ day (every run saves its data as ``data_counts.npy`` / ``data_capacities.npy``) 
 dwell times are synthetic (Gamma, seeded). ``--synthetic`` draws counts around
 capacities instead.
 Outputs: CSV + Markdown tables and PNG plots in ``--out``; the main table on stdout.
+γ is exact on MIDE outputs; should the exact search ever stop at its node budget, the
+cell shows the certified lower bound marked "≥" and the table gets a footnote (CSV:
+``gamma_upper``, ``gamma_inexact``).
+
+Every argument and input file is checked before any simulation or run, and ``--out`` is
+created and write-checked then too: a bad value ends with one line naming it (exit 2).
 """
 
 from __future__ import annotations
@@ -770,6 +776,9 @@ def main(argv: list[str] | None = None) -> int:
             raise InvalidParameterError(
                 f"--dates must name one weekday and/or one weekend day, not {args.dates!r}"
             )
+        from streams.buildings import load_site
+
+        load_site(args.site)  # an unknown --site fails here, before --out is created
     file_data = file_days(args.counts, args.capacities) if args.counts is not None else None
     prepare_out(args.out)
     if file_data is not None:

@@ -125,6 +125,12 @@ def test_unwritable_out_is_refused_before_simulating(where, no_long_work, tmp_pa
     assert f"--out must be a writable directory, not {str(out)!r}" in line
 
 
+def test_unknown_site_is_refused_before_out_is_created(no_long_work, tmp_path, capsys):
+    line = refused(["--site", "no-such-site"], capsys, tmp_path / "out")
+    assert "no-such-site" in line
+    assert not (tmp_path / "out").exists()
+
+
 def _npy(tmp_path, name, arr, **kw):
     path = tmp_path / name
     np.save(path, arr, **kw)
