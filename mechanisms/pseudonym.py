@@ -12,9 +12,15 @@ TTL-salt pseudonyms (thesis §4.2.2, "k-anonymity ... salt that changes periodic
     ``ttl_s`` seconds after it was first used for that device; the next observation
     after expiry starts a new salt, so a long stay yields several pseudonyms and may be
     counted more than once. The salt is *derived*, not drawn:
-    salt = HMAC(key, "ttl-salt" ‖ MAC ‖ salt_counter), so the per-device state is
+    salt = HMAC(key, "ttl-salt" ‖ MAC ‖ salt_started_ts), so the per-device state is
     just (salt_counter, salt_started_ts) and a replay of the same observations in the
     same order yields the same pseudonyms (replay-safe, no randomness to store).
+    Keying the salt by its start time (not by the counter) makes an *expired* state
+    disposable: a device's salts start at strictly increasing times, so one that
+    returns after its state was dropped gets a salt never used before. A stream can
+    therefore drop every state whose salt ended before the watermark
+    (:func:`ttl_expired`) and keep memory bounded by the devices seen within ``ttl_s``;
+    ``salt_counter`` only counts the salts since the state was created.
 
     **TTL has NO formal privacy guarantee** (thesis §4.2.2: "no formal guarantees of
     privacy w.r.t. released counts, as counting does not depend on the object
@@ -43,6 +49,7 @@ __all__ = [
     "TtlSaltState",
     "hmac_pseudonym",
     "normalize_mac",
+    "ttl_expired",
     "ttl_pseudonym",
 ]
 
@@ -124,7 +131,8 @@ def ttl_pseudonym(
     at ``ts ≥ salt_started_ts + ttl_s`` starts salt ``salt_counter + 1`` at ``ts``.
 
     Args:
-        key: deployment secret (≥ 16 bytes); salts are HMAC(key, "ttl-salt", MAC, n).
+        key: deployment secret (≥ 16 bytes); salts are HMAC(key, "ttl-salt", MAC,
+            salt start time).
         mac: the device's MAC (or other device id).
         ts: the observation's event time, epoch seconds.
         state: the device's state, or None for a device not seen before.
@@ -146,6 +154,16 @@ def ttl_pseudonym(
         new = TtlSaltState(salt_counter=state.salt_counter + 1, salt_started_ts=t)
     else:
         new = state
-    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + str(new.salt_counter).encode(),
+    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + new.salt_started_ts.hex().encode(),
                     hashlib.sha256).digest()
     return _hmac_hex(salt, b"ttl-pseudonym", dev), new
+def ttl_expired(state: TtlSaltState, watermark_ts: float, ttl_s: float) -> bool:
+    """Whether a device's TTL state can be dropped at this watermark.
+
+    Every observation still admitted has ``ts ≥ watermark_ts``; once the salt has ended
+    (``salt_started_ts + ttl_s ≤ watermark_ts``) each of them starts a new salt keyed by
+    its own time, so the state is never read again (see the module docstring).
+    """
+    return state.salt_started_ts + ttl_s <= watermark_ts
+
+

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.pseudonym import ttl_expired
 from streams.pipeline.identity import state_from_json, state_to_json
 from streams.schema import EventClock, Invalid, decode, validate
 
@@ -284,8 +285,12 @@ class PartitionState:
             _prune(self.devices, horizon, cfg.validity_s)
             if track_ttl:
                 _prune(self.ttl_devices, horizon, cfg.validity_s)
-                # ttl_state is kept: the salt counter must keep counting, or a
-                # returning device would reuse an old pseudonym
+                # salts are keyed by their start time, so a state whose salt ended
+                # before the watermark is never read again (mechanisms.pseudonym)
+                ttl_s = cfg.ttl_s
+                expired = [k for k, v in self.ttl_state.items() if ttl_expired(v, wm, ttl_s)]
+                for k in expired:
+                    del self.ttl_state[k]
         return out
 
 

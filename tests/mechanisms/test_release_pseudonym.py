@@ -15,6 +15,7 @@ from mechanisms.pseudonym import (
     TtlSaltState,
     hmac_pseudonym,
     normalize_mac,
+    ttl_expired,
     ttl_pseudonym,
 )
 
@@ -56,6 +57,20 @@ def test_ttl_salt_expires_ttl_seconds_after_first_use() -> None:
         ttl_pseudonym(KEY, MAC, 0.0, None, ttl_s=0)
     with pytest.raises(InvalidParameterError):
         ttl_pseudonym(KEY, MAC, float("nan"), None, ttl_s=60)
+
+
+def test_a_dropped_expired_state_never_brings_back_an_old_pseudonym() -> None:
+    kept, dropped, seen = None, None, []
+    for t in [0.0, 100.0, 700.0, 1300.0, 1350.0, 5000.0, 5001.0]:
+        p_kept, kept = ttl_pseudonym(KEY, MAC, t, kept, ttl_s=600)
+        if dropped is not None and ttl_expired(dropped, t, ttl_s=600):
+            dropped = None  # what the stream does once the watermark passes the salt's end
+        p_dropped, dropped = ttl_pseudonym(KEY, MAC, t, dropped, ttl_s=600)
+        assert p_dropped == p_kept  # dropping expired states changes no pseudonym
+        seen.append(p_kept)
+    assert len(set(seen)) == 4  # salts started at 0, 700, 1300 and 5000
+    assert not ttl_expired(TtlSaltState(0, 100.0), 699.9, ttl_s=600)
+    assert ttl_expired(TtlSaltState(0, 100.0), 700.0, ttl_s=600)
 
 
 @settings(max_examples=40, deadline=None)

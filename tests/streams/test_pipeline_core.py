@@ -168,3 +168,23 @@ def test_property_stream_equals_oracle(site, jitter_s, max_parts):
             assert np.array_equal(np.array([f.counts for f in final]), oracle.counts)
 
     check()
+
+
+def test_ttl_state_holds_only_salts_that_have_not_ended(site, sim):
+    # salts are keyed by their start time, so expired states are dropped at each
+    # finalisation: memory follows the devices of the last ttl_s, not every device ever
+    cfg = _cfg(site)
+    state = PartitionState(0)
+    records = [(i, value) for i, (_, value, _) in enumerate(sim.records())]
+    seen: set[str] = set()
+    sizes = []
+    pseudo = pseudonymizer(SECRET)
+    for start in range(0, len(records), 2000):
+        chunk = records[start:start + 2000]
+        state.process(chunk, cfg, pseudo, ttl_step)
+        seen.update(state.ttl_state)
+        wm = state.watermark(cfg.lateness_s)
+        assert all(v.salt_started_ts + TTL_S > wm for v in state.ttl_state.values())
+        sizes.append(len(state.ttl_state))
+    assert max(sizes) < len(seen)  # something was dropped over the day
+    assert sizes[-1] < 0.5 * len(seen)
