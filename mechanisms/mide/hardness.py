@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 
 import numpy as np
 from scipy.optimize import brentq
@@ -99,7 +100,9 @@ from scipy.optimize import brentq
 from mechanisms.errors import InvalidParameterError
 
 __all__ = [
+    "CERT_DIGITS",
     "MAX_ETA_WEIGHT2",
+    "MAX_HALVINGS",
     "MAX_WEIGHT",
     "EpsilonInstance",
     "NestedInstance",
@@ -206,23 +209,136 @@ def nested_subset_sum_instance(weights, target: int) -> NestedInstance:
 
 @dataclass(frozen=True)
 class EpsilonInstance:
-    """A uniform-prior Θ instance of Theorem 2.
+    """A uniform-prior Θ instance of Theorem 2, with its certificate.
 
     Attributes:
-        epsilons: ε_i = ε₀ + η·a_i (feed to :func:`~mechanisms.mide.entropy.posterior_bounds`).
-        first_order_value: B₁ — γ ≈ B₁ + O(η²) for a YES-instance.
-        first_order_gap: c₁ — γ ≳ B₁ + c₁·η for a NO-instance.
-        eta: η.
+        epsilons: ε_i = ε₀ + η·a_i, exactly (feed to
+            :func:`~mechanisms.mide.entropy.posterior_bounds`).
+        first_order_value: B₁ (rounded to float) — the reference value of Theorem 2.
+        first_order_gap: c₁ = W′₀·min(f′(l₀) − r, r − f′(u₀)) — γ ≈ B₁ + c₁·η to first
+            order for a NO-instance (informative; the certificate uses ``no_bound``).
+        eta: η (a power of two).
+        yes_bound: E_yes — proven: γ − B₁ ≤ E_yes for a YES-instance.
+        no_bound: G_no — proven: γ − B₁ ≥ G_no for a NO-instance.
+        threshold: B₁ + (E_yes + G_no)/2: γ ≤ threshold ⇔ YES when ``certified``.
+        certified: every hypothesis of Theorem 2 was checked and E_yes < G_no with room
+            for the float rounding of ``threshold`` (the builder only returns certified
+            instances).
     """
 
     epsilons: np.ndarray
     first_order_value: float
     first_order_gap: float
     eta: float
+    yes_bound: float = math.nan
+    no_bound: float = math.nan
+    threshold: float = math.nan
+    certified: bool = False
 
 
 def _bounds(eps: np.ndarray) -> tuple[float, float]:
     return float(np.sum(np.exp(eps))), float(np.sum(np.exp(-eps)))
+
+
+#: decimal digits of the certificate arithmetic (:mod:`decimal`, correctly rounded
+#: exp/ln): its rounding error is < 10^(−50) on every certificate quantity.
+CERT_DIGITS = 60
+#: absolute allowance added to E_yes and subtracted from G_no for that rounding.
+_CERT_ROUND = Decimal("1e-45")
+#: halvings of η the builder tries before giving up on a certificate.
+MAX_HALVINGS = 24
+
+
+@dataclass(frozen=True)
+class _Certificate:
+    value: Decimal  # B₁
+    gap: Decimal  # c₁
+    yes: Decimal  # E_yes
+    no: Decimal  # G_no
+    failed: str  # "" when every hypothesis holds
+
+
+def _certify(eps: np.ndarray, e0: float, eta: float, a: list[int], k: int,
+             target: int) -> _Certificate:
+    """Evaluate B₁, E_yes, G_no and the hypotheses (H1)–(H6) of Theorem 2 exactly.
+
+    The floats ε_i, ε₀, η are exact rationals; every quantity below is evaluated with
+    :data:`CERT_DIGITS` significant digits.
+    """
+    with localcontext() as ctx:
+        ctx.prec = CERT_DIGITS
+        one, two = Decimal(1), Decimal(2)
+
+        def f(p: Decimal) -> Decimal:
+            return -p * p.ln()
+
+        def df(p: Decimal) -> Decimal:
+            return -p.ln() - one
+
+        def q(p: Decimal) -> Decimal:  # d²/dt² f(p₀e^{±t}) = q(p), q concave
+            return p * (-p.ln() - two)
+
+        peak = Decimal(-3).exp()  # argmax of q
+
+        def q_range(lo: Decimal, hi: Decimal) -> tuple[Decimal, Decimal]:
+            top = q(peak) if lo <= peak <= hi else max(q(lo), q(hi))
+            return min(q(lo), q(hi)), top
+
+        e = [Decimal(float(x)) for x in eps]
+        d0, h = Decimal(e0), Decimal(eta)
+        if any(ei - d0 != h * ai for ei, ai in zip(e, a, strict=True)):
+            return _Certificate(*(Decimal(0),) * 4, "ε_i − ε₀ ≠ η·a_i exactly")
+        z1 = sum(x.exp() for x in e)
+        z2 = sum((-x).exp() for x in e)
+        lows = [(-x).exp() / z1 for x in e]
+        l0, u0 = (-d0).exp() / z1, d0.exp() / z2
+        big_t = h * max(a)
+        l_t, u_t = l0 * (-big_t).exp(), u0 * big_t.exp()
+        slack = one - sum(lows)
+        w0, w_t, dw = u0 - l0, u_t - l_t, u0 + l0
+        c0 = f(u0) - f(l0)
+        dc = df(u0) * u0 + df(l0) * l0
+        r = dc / dw
+        value = sum(f(x) for x in lows) + k * c0 + target * h * dc
+        gap = dw * min(df(l0) - r, r - df(u0))
+        rest = slack - k * w0 - target * h * dw  # R₀
+        # second derivatives on t ∈ [0, T]: C″ = q(u) − q(l), W″ = W, ψ = C″ − r·W″
+        qu_min, qu_max = q_range(u0, u_t)
+        ql_min, ql_max = q_range(l_t, l0)
+        c2_max = qu_max - ql_min
+        psi_neg = max(Decimal(0), -(qu_min - ql_max - max(r * w0, r * w_t)))
+        squares = sorted((ai * ai for ai in a), reverse=True)
+        a2_k = Decimal(sum(squares[:k]))
+        a2_yes = min(a2_k, Decimal(target * max(a)))
+        sum_k = sum(sorted(a, reverse=True)[:k])
+        qw_k = h * h * a2_k * w_t / two
+        qw_yes = h * h * a2_yes * w_t / two
+        # ---- YES: the witness vertex (|U| = K, or K − 1 with φ ∈ U nearly full) ----
+        yes = (h * h * a2_yes * max(c2_max, Decimal(0)) / two
+               + max(df(l_t), Decimal(0)) * max(rest, Decimal(0))
+               + max(-df(u_t), Decimal(0)) * max(qw_yes - rest, Decimal(0)))
+        # ---- NO: every vertex ----
+        tail = r * rest - h * h * a2_k * psi_neg / two
+        x_lo = rest + h * dw - qw_k  # |U| = K, Σ_U a ≤ τ − 1
+        y_lo = -rest + h * dw  # |U| = K − 1, Σ_{U+φ} a ≥ τ + 1
+        y_hi = -rest + h * (sum_k - target) * dw + qw_k
+        checks = {
+            "(H1) s < (K+1)·W(0)": slack < (k + 1) * w0,
+            "(H2) s > (K−1)·W(T)": slack > (k - 1) * w_t,
+            "(H3) R0 < η·W′(0)": rest < h * dw,
+            "(H4) η·W′(0) > QW_K − R0": -rest - h * dw + qw_k < 0,
+            "(H5) x_lo > 0, y_lo > 0, y_hi < W(0)": x_lo > 0 and y_lo > 0 and y_hi < w0,
+            "(H6) |R0|, QW − R0 < W(0)": rest < w0 and qw_yes - rest < w0,
+        }
+        failed = ", ".join(name for name, ok in checks.items() if not ok)
+        if failed:
+            return _Certificate(value, gap, yes, Decimal(0), failed)
+        h_lo = f(l0 + x_lo) - f(l0) - r * x_lo
+        h_full = c0 - r * w0 - big_t * big_t * psi_neg / two
+        no = min(h_lo, h_full)
+        if sum_k >= target + 1:
+            no = min(no, f(u0 - y_lo) - f(u0) + r * y_lo, f(u0 - y_hi) - f(u0) + r * y_hi)
+        return _Certificate(value, gap, yes + _CERT_ROUND, no + tail - _CERT_ROUND, "")
 
 
 def epsilon_subset_sum_instance(
@@ -234,15 +350,17 @@ def epsilon_subset_sum_instance(
         weights: positive integers a_1..a_n.
         size: K, the subset size, 2 ≤ K < n/2.
         target: τ, 0 < τ < Σ a.
-        eta: η, the ε step per unit of weight; None → min(1e-6, 0.001/(max a)²). The
-            separation is first order in η, the error ≈ 3.8·η·(max a)² of it, so
+        eta: η, the ε step per unit of weight; None → min(1e-6, 0.001/(max a)²). It is
+            rounded down to a power of two (so every ε_i = ε₀ + η·a_i is exact) and
+            halved, at most :data:`MAX_HALVINGS` times, until the certificate holds;
             η·(max a)² must be ≤ :data:`MAX_ETA_WEIGHT2`.
 
     Returns:
-        The ε vector with the first-order threshold B₁ and gap c₁.
+        The ε vector with B₁, the proven bounds E_yes, G_no and the threshold.
 
     Raises:
-        InvalidParameterError: on out-of-range arguments.
+        InvalidParameterError: on out-of-range arguments, or when no η down to
+            2^(−MAX_HALVINGS)·η gives a certificate (the failed hypothesis is named).
     """
     a = _check_weights(weights, target)
     n = len(a)
@@ -259,32 +377,44 @@ def epsilon_subset_sum_instance(
             f" (larger steps blur YES and NO), not {eta!r}"
         )
     k = int(size)
-    steps = np.array(a, dtype=float) * eta
+    step = 2.0 ** math.floor(math.log2(eta))
+    reason = ""
+    for _ in range(MAX_HALVINGS + 1):
+        steps = np.array(a, dtype=float) * step  # exact: step is a power of two
+        e0 = _fit_epsilon0(steps, k, target, step)
+        # round ε₀ to the float grid of max ε so that every ε₀ + η·a_i is exact
+        ulp = 2.0 ** (math.frexp(e0 + float(steps.max()))[1] - 53)
+        e0 = round(e0 / ulp) * ulp
+        eps = e0 + steps
+        cert = _certify(eps, e0, step, a, k, target)
+        threshold = float(cert.value + (cert.yes + cert.no) / 2)
+        if not cert.failed and cert.no - cert.yes > 4 * abs(threshold) * np.finfo(float).eps:
+            return EpsilonInstance(
+                eps, float(cert.value), float(cert.gap), step, float(cert.yes),
+                float(cert.no), threshold, True,
+            )
+        reason = cert.failed or f"E_yes = {float(cert.yes):.3g} >= G_no = {float(cert.no):.3g}"
+        step /= 2
+    raise InvalidParameterError(
+        f"eta must be small enough for a certificate, but none down to {2 * step!r} worked"
+        f" ({reason})"
+    )
 
-    def parts(e0: float) -> tuple[float, float, float, float]:
+
+def _fit_epsilon0(steps: np.ndarray, k: int, target: int, eta: float) -> float:
+    """ε₀ with R₀ = s − K·W(0) − ητ·W′(0) = 0 (float root finding; R₀ is re-checked)."""
+    n = steps.size
+
+    def fill(e0: float) -> float:
         z1, z2 = _bounds(e0 + steps)
         lo, hi = math.exp(-e0) / z1, math.exp(e0) / z2
         slack = 1.0 - float(np.sum(np.exp(-(e0 + steps)))) / z1
-        return lo, hi, slack, (hi - lo)
-
-    def fill(e0: float) -> float:
-        lo, hi, slack, width = parts(e0)
-        return slack - k * width - target * eta * (hi + lo)
+        return slack - k * (hi - lo) - target * eta * (hi + lo)
 
     guess = 0.5 * math.log(n / k - 1.0)
     try:
-        e0 = brentq(fill, 0.5 * guess, 1.5 * guess, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
+        return brentq(fill, 0.5 * guess, 1.5 * guess, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
     except ValueError as exc:  # pragma: no cover - excluded by the eta bound
         raise InvalidParameterError(
-            f"no ε₀ fits {size} items of total weight {target}: use a smaller eta ({exc})"
+            f"no ε₀ fits {k} items of total weight {target}: use a smaller eta ({exc})"
         ) from exc
-    eps = e0 + steps
-    lo, hi, _, _ = parts(e0)
-    z1, _ = _bounds(eps)
-    base = float(sum(_f(x) for x in np.exp(-eps) / z1))
-    c0 = _f(hi) - _f(lo)
-    dc = _df(hi) * hi + _df(lo) * lo
-    value = base + k * c0 + target * eta * dc
-    r = dc / (hi + lo)
-    gap = (hi + lo) * min(_df(lo) - r, r - _df(hi))
-    return EpsilonInstance(eps, float(value), float(gap), float(eta))
