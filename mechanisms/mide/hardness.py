@@ -382,6 +382,10 @@ def epsilon_subset_sum_instance(
     for _ in range(MAX_HALVINGS + 1):
         steps = np.array(a, dtype=float) * step  # exact: step is a power of two
         e0 = _fit_epsilon0(steps, k, target, step)
+        if e0 is None:
+            reason = f"no ε₀ fits {k} items of total weight {target}"
+            step /= 2
+            continue
         # round ε₀ to the float grid of max ε so that every ε₀ + η·a_i is exact
         ulp = 2.0 ** (math.frexp(e0 + float(steps.max()))[1] - 53)
         e0 = round(e0 / ulp) * ulp
@@ -401,8 +405,11 @@ def epsilon_subset_sum_instance(
     )
 
 
-def _fit_epsilon0(steps: np.ndarray, k: int, target: int, eta: float) -> float:
-    """ε₀ with R₀ = s − K·W(0) − ητ·W′(0) = 0 (float root finding; R₀ is re-checked)."""
+def _fit_epsilon0(steps: np.ndarray, k: int, target: int, eta: float) -> float | None:
+    """ε₀ with R₀ = s − K·W(0) − ητ·W′(0) = 0 (float root finding; R₀ is re-checked).
+
+    None when the bracket [½, 3/2]·½ln(n/K − 1) holds no root (η too large).
+    """
     n = steps.size
 
     def fill(e0: float) -> float:
@@ -414,7 +421,5 @@ def _fit_epsilon0(steps: np.ndarray, k: int, target: int, eta: float) -> float:
     guess = 0.5 * math.log(n / k - 1.0)
     try:
         return brentq(fill, 0.5 * guess, 1.5 * guess, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
-    except ValueError as exc:  # pragma: no cover - excluded by the eta bound
-        raise InvalidParameterError(
-            f"no ε₀ fits {k} items of total weight {target}: use a smaller eta ({exc})"
-        ) from exc
+    except ValueError:  # no sign change: η too large for K items to fill the slack
+        return None
