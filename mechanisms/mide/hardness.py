@@ -4,8 +4,8 @@ Issue 4 asks for an exact, polynomial algorithm for the min-entropy metric γ(Θ
 (thesis Def. 5.4, eq. 5.8) and ALGORITHMS.md suggests one from the nesting of the
 posterior intervals (l_i falls and u_i rises with ε_i). This module shows that nesting
 cannot be enough (Theorem 1, a proof: exact γ on nested boxes is weakly NP-hard), and
-that the ε-shaped boxes carry the same combinatorics (Theorem 2, a leading-order
-argument checked numerically, with the outline of a full proof).
+that the ε-shaped boxes carry the same combinatorics (Theorem 2, a proof whose
+hypotheses are checked per instance by an exact-arithmetic certificate).
 
 Notation as in :mod:`mechanisms.mide.entropy`: f(p) = −p ln p (concave), box
 l ≤ p ≤ u, Σ p = 1, slack s = 1 − Σ l, width Δ_i = u_i − l_i, y_i = p_i − l_i,
@@ -56,29 +56,118 @@ enough; for Θ itself the question is whether the one-parameter family
 l_i = e^(−ε_i)/Z₁, u_i = e^(ε_i)/Z₂ (uniform priors) is easier. The prefix hint
 already fails there (``test_upper_bound_set_is_not_a_prefix_by_epsilon``).
 
-**Theorem 2 (uniform-prior Θ; leading-order argument, checked numerically).** The
-instances Θ of :func:`epsilon_subset_sum_instance` decide K-SUBSET-SUM (is there a
-K-element subset of the a_i summing to τ? NP-hard for K < n/2 by padding with items
-of weight τ + 1): ε_i = ε₀ + η·a_i, so the boxes are those of eq. 5.7 exactly. For
-fixed normalisers Z the chord cost C(ε) = f(u) − f(l) and width W(ε) satisfy
-dC/dε = f′(u)u + f′(l)l and dW/dε = W′ = u + l, so to first order in η every item
-costs C₀ + r·(W_i − W₀) with r = (f′(u)u + f′(l)l)/(u + l), a convex combination of
-f′(u) < f′(l), hence strictly between them. ε₀ is chosen (root finding) so that K items
-whose a-values sum to τ fill the slack up to O(η²); as long as η·Σa·W′ < W₀/2 only
-|U| ∈ {K − 1, K} items at the upper bound can host a vertex. A K-subset U with free
-item φ has excess h_φ(x) = g_φ(x) − r·x over the first-order value
-B₁ = Σ f(l) + K·C(ε₀) + ητ·C′(ε₀), where x = (τ − Σ_U a)·W′η + O(η²). Since
-|f″| ≤ 1/l_φ on the box, h_φ(x) ≥ x·(h_φ′(0) − x/(2l_φ)) with h_φ′(0) = f′(l_φ) − r > 0,
-which is ≥ ½·c₁η for W′η ≤ x ≤ ητW′ ≤ l_φ·h_φ′(0); the (K − 1)-subset case (φ almost
-full) is the mirror image with slope r − f′(u_φ) > 0 (c₁ = W′·min of the two slopes,
-``first_order_gap``). A YES-instance costs B₁ + O(η²). The O(η²) Taylor remainders
-are ≤ K·M·(η·max a)² with M bounding |C″|, |W″| (M = O(u·ln(1/l))) and c₁ ≳ 1/(n·K²),
-so η ≤ 1/(poly(n)·(max a)²) — O(L + log n) bits, rational ε — should separate the
-two cases; bounding those constants is the missing step of a full proof. Numerically
-the YES deviation is ≈ −3.8·η·(max a)² in units of c₁η, hence the default
-η = min(10⁻⁶, 10⁻³/(max a)²) and the rejection of η·(max a)² > 10⁻²;
-``tests/mechanisms/mide/test_mide_entropy_hardness.py`` checks the separation against
-brute force on hundreds of random instances.
+**Theorem 2 (uniform-prior Θ; a proof with a per-instance certificate).** Let
+a_1..a_n be positive integers, 2 ≤ K < n/2, τ an integer, η > 0, ε₀ > 0 and
+ε_i = ε₀ + t_i with t_i = η·a_i (the boxes of eq. 5.7 with uniform priors). If the
+hypotheses (H1)–(H6) below hold and E_yes < G_no (both explicit functions of
+n, K, τ, a, η, ε₀ defined below), then
+
+    a K-subset of the a_i sums to τ  ⇒  γ(Θ) − B₁ ≤ E_yes,
+    no K-subset sums to τ            ⇒  γ(Θ) − B₁ ≥ G_no,
+
+so "γ(Θ) ≤ B₁ + (E_yes + G_no)/2" decides K-SUBSET-SUM (NP-hard for K < n/2: pad with
+items of weight τ + 1).
+
+*Notation.* Z₁ = Σ e^(ε_j), Z₂ = Σ e^(−ε_j) are fixed by the instance, and
+l₀ = e^(−ε₀)/Z₁, u₀ = e^(ε₀)/Z₂, so l_i = l₀e^(−t_i), u_i = u₀e^(t_i). For real t put
+L(t) = l₀e^(−t), U(t) = u₀e^t, W(t) = U − L, C(t) = f(U) − f(L); then W′ = U + L,
+W″ = W > 0, C′ = f′(U)U + f′(L)L and C″ = q(U) − q(L) with q(p) = p(−ln p − 2)
+(concave, maximal at p = e^(−3)). Write W₀, W′₀, C₀, C′₀ for the values at t = 0,
+r = C′₀/W′₀, ψ = C″ − r·W″, T = η·max a, s = 1 − Σ l_i, and
+
+    R₀ = s − K·W₀ − ητ·W′₀,          B₁ = Σ f(l_i) + K·C₀ + ητ·C′₀.
+
+ε₀ is fitted so that R₀ ≈ 0. Taylor's formula with the integral remainder gives, for
+0 ≤ t ≤ T, C(t) = C₀ + tC′₀ + ∫₀ᵗ(t − v)C″(v)dv and the same for W with W″; since the
+kernel (t − v) ≥ 0 is shared, ρ_C(t) − r·ρ_W(t) = ∫₀ᵗ(t − v)ψ(v)dv lies in
+[½t²·ψ_min, ½t²·ψ_max], and 0 ≤ ρ_W(t) ≤ ½t²·W(T). Bounds on [0, T] used (all evaluated
+from the end points and q's peak, exact by concavity and monotonicity):
+ψ_min ≥ min q(U) − max q(L) − max(r·W₀, r·W(T)) =: −ψ₋ (ψ₋ ≥ 0), C″ ≤ max q(U) −
+min q(L) =: C″₊. Let A_K = sum of the K largest a_i², A_Y = min(A_K, τ·max a),
+S_K = sum of the K largest a_i, Q_K = ½η²A_K·W(T), Q_Y = ½η²A_Y·W(T).
+
+*Vertices (Lemma 1 of :mod:`~mechanisms.mide.entropy`).* γ is attained at a vertex:
+a set U at the upper bound, one item φ ∉ U holding x = s − Σ_U W(t_i) ∈ [0, W(t_φ)],
+the rest at the lower bound (a vertex with every coordinate at a bound is the case
+x = 0 with any φ at its lower bound; U = all items is excluded by (H1)). Its cost is
+Σ f(l) + Σ_U C(t_i) + g_φ(x), g_φ(x) = f(l_φ + x) − f(l_φ) concave, g_φ(0) = 0,
+g_φ(W(t_φ)) = C(t_φ). (:func:`~mechanisms.mide.entropy.posterior_bounds` also trims u
+to 1 − Σ_{j≠i} l_j: the same feasible set, the same γ.)
+
+*Hypotheses* (checked by the builder): (H1) s < (K+1)·W₀; (H2) s > (K−1)·W(T);
+(H3) R₀ < η·W′₀; (H4) Q_K − R₀ < η·W′₀; (H5) x_lo := R₀ + ηW′₀ − Q_K > 0,
+y_lo := ηW′₀ − R₀ > 0 and y_hi := −R₀ + η(S_K − τ)W′₀ + Q_K < W₀; (H6) R₀ < W₀ and
+Q_Y − R₀ < W₀.
+
+*Cardinality.* W is increasing, so W₀ < W(t_i) ≤ W(T). If |U| ≥ K + 1, Σ_U W > (K+1)W₀
+> s by (H1): x < 0. If |U| ≤ K − 2, x ≥ s − (K−2)W(T) > W(T) ≥ W(t_φ) by (H2). Only
+|U| ∈ {K, K − 1} host a vertex.
+
+*|U| = K, S = Σ_U a.* Expanding, x = R₀ + η(τ − S)W′₀ − Σ_U ρ_W(t_i) and, eliminating
+η(S − τ)C′₀ = r·η(S − τ)W′₀,
+
+    cost − B₁ = h_φ(x) + r·R₀ + Σ_U [ρ_C − rρ_W](t_i),   h_φ(x) = g_φ(x) − r·x,
+
+with Σ_U [ρ_C − rρ_W] ≥ −½η²A_K·ψ₋. If S ≥ τ + 1 then x ≤ R₀ − ηW′₀ < 0 by (H3):
+infeasible. If S ≤ τ − 1 (NO-instances: S ≠ τ) then x ∈ [x_lo, W(t_φ)]; h_φ is concave,
+so h_φ(x) ≥ min(h_φ(x_lo), h_φ(W(t_φ))). ∂/∂l [f(l + x) − f(l)] = f′(l + x) − f′(l) < 0
+and l_φ < l₀ give h_φ(x_lo) ≥ f(l₀ + x_lo) − f(l₀) − r·x_lo; and h_φ(W(t_φ)) =
+C(t_φ) − rW(t_φ) = C₀ − rW₀ + t_φ(C′₀ − rW′₀) + ∫(t_φ − v)ψ ≥ C₀ − rW₀ − ½T²ψ₋ (the
+linear term vanishes by the choice of r).
+
+*|U| = K − 1.* Put U⁺ = U ∪ {φ}, S⁺ = Σ_{U⁺} a, y = W(t_φ) − x ∈ [0, W(t_φ)]. Then
+y = −R₀ + η(S⁺ − τ)W′₀ + Σ_{U⁺} ρ_W and, as above,
+
+    cost − B₁ = m_φ(y) + r·R₀ + Σ_{U⁺} [ρ_C − rρ_W],   m_φ(y) = f(u_φ − y) − f(u_φ) + r·y,
+
+m_φ concave. If S⁺ ≤ τ − 1, y ≤ −R₀ − ηW′₀ + Q_K < 0 by (H4): infeasible. If
+S⁺ ≥ τ + 1 (possible only when S_K ≥ τ + 1), y ∈ [y_lo, y_hi] ⊂ (0, W₀) by (H5), so
+m_φ(y) ≥ min(m_φ(y_lo), m_φ(y_hi)), and ∂/∂u [f(u − y) − f(u)] > 0 with u_φ > u₀ gives
+m_φ(y) ≥ f(u₀ − y) − f(u₀) + r·y at both ends.
+
+*NO bound.* Hence every vertex of a NO-instance costs at least B₁ + G_no with
+
+    G_no = min(f(l₀ + x_lo) − f(l₀) − r·x_lo,  C₀ − rW₀ − ½T²ψ₋,
+               [S_K ≥ τ + 1] f(u₀ − y_lo) − f(u₀) + r·y_lo,  [same] f(u₀ − y_hi) − f(u₀) + r·y_hi)
+           + r·R₀ − ½η²A_K·ψ₋.
+
+*YES bound.* Let U be a witness (|U| = K, Σ_U a = τ, so Σ_U a² ≤ A_Y). Then
+Σ_U C(t_i) = K·C₀ + ητC′₀ + Σρ_C ≤ B₁ − Σ f(l) + ½η²A_Y·max(C″₊, 0) and
+x = R₀ − Σρ_W ∈ [R₀ − Q_Y, R₀]. If x ≥ 0, (U, φ ∉ U, x) is a vertex (x ≤ R₀ < W₀ by
+(H6)) and g_φ(x) ≤ g_φ′(0)·x = f′(l_φ)·x ≤ max(f′(L(T)), 0)·max(R₀, 0). If x < 0, take
+φ ∈ U, U′ = U ∖ {φ}: x′ = W(t_φ) + x ∈ [0, W(t_φ)] by (H6) and the cost is
+Σ_U C + g_φ(W(t_φ) + x) − g_φ(W(t_φ)) ≤ Σ_U C + f′(u_φ)·x ≤ Σ_U C + max(−f′(U(T)), 0)·
+(Q_Y − R₀). So
+
+    E_yes = ½η²A_Y·max(C″₊, 0) + max(f′(L(T)), 0)·max(R₀, 0) + max(−f′(U(T)), 0)·max(Q_Y − R₀, 0). ∎
+
+*The certificate* (:func:`epsilon_subset_sum_instance`, field ``certified``). η is a
+power of two and ε₀ is rounded to the float grid of max ε, so every ε_i = ε₀ + η·a_i is
+a float computed exactly (re-checked); the returned floats are the exact real instance.
+B₁, E_yes, G_no and (H1)–(H6) are then evaluated in :mod:`decimal` arithmetic with
+:data:`CERT_DIGITS` = 60 digits (exp and ln correctly rounded): a forward error count
+(≤ 10⁴ operations on quantities ≤ 10² in size) bounds their error by 10⁻⁵⁰, and
+10⁻⁴⁵ is added to E_yes and subtracted from G_no. The builder returns only instances
+with (H1)–(H6), E_yes < G_no and (G_no − E_yes)/2 > 4·ulp(threshold), halving η (at most
+:data:`MAX_HALVINGS` times) otherwise, and raises InvalidParameterError naming the
+failed hypothesis. **What is proven:** for every returned instance, the exact γ of the
+returned ε satisfies "γ ≤ ``threshold`` (the float) ⇔ YES". Floating-point γ
+(:func:`~mechanisms.mide.entropy.min_entropy_bruteforce`, error ≈ 10⁻¹⁴) is separated
+as well whenever the margin G_no − E_yes exceeds that: on the test instances
+(max a ≤ 1000) G_no ≥ 2.5·10⁻¹¹ and G_no/E_yes ≥ 2.9·10³
+(``tests/mechanisms/mide/test_mide_entropy_hardness.py`` checks the bracket against
+brute force in float on 400 instances and in exact 40-digit arithmetic on 40).
+
+*What is not proven (the remaining gap for a Karp reduction).* That the certificate
+*always* succeeds for some η = 2^(−O(L + log n)). To leading order, G_no ≈ c₁·η with
+c₁ = W′₀·min(f′(l₀) − r, r − f′(u₀)) ≈ 2l₀·ln((n − K)/K) = Ω(1/n²) (at η = 0,
+u₀ = 1/K − 1/n, l₀ = K/(n(n − K))) and the subtracted terms are of order η²·n²·(max a)²,
+so η ≲ 1/(n⁴(max a)²) should do; but these constants are not bounded here in closed
+form, and in float64 |R₀| ≈ 10⁻¹⁶ (ε₀ on the float grid) is a floor, so for very large
+n·max a the builder would raise rather than return an uncertified instance (an exact
+reduction would carry ε₀ with O(L + log n) more bits). Observed: the default
+η = 2^⌊log₂ min(10⁻⁶, 10⁻³/(max a)²)⌋ is certified at once on every test instance,
+and so is η·(max a)² = :data:`MAX_ETA_WEIGHT2`.
 
 Consequence for the product: :func:`mechanisms.mide.entropy.min_entropy_solution`
 stays exact (branch-and-bound, verified against brute force) and is polynomial for a
@@ -114,8 +203,8 @@ _XTOL = 1e-17
 #: largest weight: the narrowest interval (width ω) must stay well inside (0, m) for the
 #: bisection (width of the interval whose left end is m·(1 − 1e-4) is ≈ 2e-4·m).
 MAX_WEIGHT = 10_000
-#: largest η·(max a)² of :func:`epsilon_subset_sum_instance` (second-order error ≈ 3.8×
-#: this in units of the first-order gap).
+#: largest η·(max a)² accepted by :func:`epsilon_subset_sum_instance` (a sanity bound:
+#: the certificate of Theorem 2, not this constant, decides whether η is small enough).
 MAX_ETA_WEIGHT2 = 0.01
 
 
