@@ -82,9 +82,10 @@ r = C′₀/W′₀, ψ = C″ − r·W″, T = η·max a, s = 1 − Σ l_i, and
 kernel (t − v) ≥ 0 is shared, ρ_C(t) − r·ρ_W(t) = ∫₀ᵗ(t − v)ψ(v)dv lies in
 [½t²·ψ_min, ½t²·ψ_max], and 0 ≤ ρ_W(t) ≤ ½t²·W(T). Bounds on [0, T] used (all evaluated
 from the end points and q's peak, exact by concavity and monotonicity):
-ψ_min ≥ min q(U) − max q(L) − max(r·W₀, r·W(T)) =: −ψ₋ (ψ₋ ≥ 0), C″ ≤ max q(U) −
-min q(L) =: C″₊. Let A_K = sum of the K largest a_i², A_Y = min(A_K, τ·max a),
-S_K = sum of the K largest a_i, Q_K = ½η²A_K·W(T), Q_Y = ½η²A_Y·W(T).
+ψ ≥ min q(U) − max q(L) − max(r·W₀, r·W(T)) ≥ −ψ₋ with ψ₋ the positive part of
+minus that bound, and C″ ≤ max q(U) − min q(L) =: C″₊. Let A_K = sum of the K largest
+a_i², A_Y = min(A_K, τ·max a), S_K = sum of the K largest a_i, Q_K = ½η²A_K·W(T),
+Q_Y = ½η²A_Y·W(T).
 
 *Vertices (Lemma 1 of :mod:`~mechanisms.mide.entropy`).* γ is attained at a vertex:
 a set U at the upper bound, one item φ ∉ U holding x = s − Σ_U W(t_i) ∈ [0, W(t_φ)],
@@ -128,7 +129,8 @@ m_φ(y) ≥ f(u₀ − y) − f(u₀) + r·y at both ends.
 *NO bound.* Hence every vertex of a NO-instance costs at least B₁ + G_no with
 
     G_no = min(f(l₀ + x_lo) − f(l₀) − r·x_lo,  C₀ − rW₀ − ½T²ψ₋,
-               [S_K ≥ τ + 1] f(u₀ − y_lo) − f(u₀) + r·y_lo,  [same] f(u₀ − y_hi) − f(u₀) + r·y_hi)
+               [if S_K ≥ τ + 1] f(u₀ − y_lo) − f(u₀) + r·y_lo,
+               [if S_K ≥ τ + 1] f(u₀ − y_hi) − f(u₀) + r·y_hi)
            + r·R₀ − ½η²A_K·ψ₋.
 
 *YES bound.* Let U be a witness (|U| = K, Σ_U a = τ, so Σ_U a² ≤ A_Y). Then
@@ -139,19 +141,25 @@ x = R₀ − Σρ_W ∈ [R₀ − Q_Y, R₀]. If x ≥ 0, (U, φ ∉ U, x) is a 
 Σ_U C + g_φ(W(t_φ) + x) − g_φ(W(t_φ)) ≤ Σ_U C + f′(u_φ)·x ≤ Σ_U C + max(−f′(U(T)), 0)·
 (Q_Y − R₀). So
 
-    E_yes = ½η²A_Y·max(C″₊, 0) + max(f′(L(T)), 0)·max(R₀, 0) + max(−f′(U(T)), 0)·max(Q_Y − R₀, 0). ∎
+    E_yes = ½η²A_Y·max(C″₊, 0) + max(f′(L(T)), 0)·max(R₀, 0)
+            + max(−f′(U(T)), 0)·max(Q_Y − R₀, 0).                                   ∎
 
 *The certificate* (:func:`epsilon_subset_sum_instance`, field ``certified``). η is a
 power of two and ε₀ is rounded to the float grid of max ε, so every ε_i = ε₀ + η·a_i is
 a float computed exactly (re-checked); the returned floats are the exact real instance.
 B₁, E_yes, G_no and (H1)–(H6) are then evaluated in :mod:`decimal` arithmetic with
-:data:`CERT_DIGITS` = 60 digits (exp and ln correctly rounded): a forward error count
-(≤ 10⁴ operations on quantities ≤ 10² in size) bounds their error by 10⁻⁵⁰, and
-10⁻⁴⁵ is added to E_yes and subtracted from G_no. The builder returns only instances
-with (H1)–(H6), E_yes < G_no and (G_no − E_yes)/2 > 4·ulp(threshold), halving η (at most
-:data:`MAX_HALVINGS` times) otherwise, and raises InvalidParameterError naming the
-failed hypothesis. **What is proven:** for every returned instance, the exact γ of the
-returned ε satisfies "γ ≤ ``threshold`` (the float) ⇔ YES". Floating-point γ
+:data:`CERT_DIGITS` = 60 digits (exp and ln correctly rounded): a forward error estimate
+(≈ 10n + 100 operations on quantities ≤ 10² in size; not interval arithmetic) puts
+their error below 10⁻⁵⁰ for n ≤ 10⁴, and 10⁻⁴⁵ is added to E_yes and subtracted
+from G_no. The builder returns only instances with (H1)–(H6), E_yes < G_no and
+(G_no − E_yes)/2 > 2·ulp(threshold), halving η (at most :data:`MAX_HALVINGS` times)
+otherwise, and raises InvalidParameterError naming the failed hypothesis.
+
+**What is proven.** In exact real arithmetic, the certificate's inequalities imply,
+for the returned ε (exact floats), "exact γ ≤ ``threshold`` (the float) ⇔ YES". The
+code evaluates them to 60 digits; that this evaluation is within 10⁻⁵⁰ rests on the
+forward error estimate above (not on interval arithmetic), and the margins it must
+resolve are ≥ 10⁻¹¹, so the estimate has ~40 orders to spare. Floating-point γ
 (:func:`~mechanisms.mide.entropy.min_entropy_bruteforce`, error ≈ 10⁻¹⁴) is separated
 as well whenever the margin G_no − E_yes exceeds that: on the test instances
 (max a ≤ 1000) G_no ≥ 2.5·10⁻¹¹ and G_no/E_yes ≥ 2.9·10³
