@@ -717,7 +717,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="counts drawn around capacities instead of the simulator",
     )
-    p.add_argument("--runs", type=int, default=20, help="runs per cell, >= 1 (thesis: 100)")
+    p.add_argument("--runs", type=int, default=100,
+                   help="runs per cell, >= 1 (thesis: 100; the whole default run takes ~2 min)")
     p.add_argument("--seed", type=int, default=1, help="seed of data and noise, >= 0")
     p.add_argument(
         "--betas", type=_floats, default=list(BETAS),
