@@ -145,8 +145,10 @@ x = R₀ − Σρ_W ∈ [R₀ − Q_Y, R₀]. If x ≥ 0, (U, φ ∉ U, x) is a 
             + max(−f′(U(T)), 0)·max(Q_Y − R₀, 0).                                   ∎
 
 *The certificate* (:func:`epsilon_subset_sum_instance`, field ``certified``). η is a
-power of two and ε₀ is rounded to the float grid of max ε, so every ε_i = ε₀ + η·a_i is
-a float computed exactly (re-checked); the returned floats are the exact real instance.
+power of two; ε₀ solves R₀ = 0, a quadratic in v = e^(2ε₀) (``_fit_epsilon0``), to 60
+digits and is rounded to the float grid of max ε, so every ε_i = ε₀ + η·a_i is a float
+computed exactly (re-checked) and |R₀| ≈ 10⁻¹⁶; the returned floats are the exact real
+instance.
 B₁, E_yes, G_no and (H1)–(H6) are then evaluated in :mod:`decimal` arithmetic with
 :data:`CERT_DIGITS` = 60 digits (exp and ln correctly rounded): a forward error estimate
 (≈ 10n + 100 operations on quantities ≤ 10² in size; not interval arithmetic) puts
@@ -171,9 +173,11 @@ brute force in float on 400 instances and in exact 40-digit arithmetic on 40).
 c₁ = W′₀·min(f′(l₀) − r, r − f′(u₀)) ≈ 2l₀·ln((n − K)/K) = Ω(1/n²) (at η = 0,
 u₀ = 1/K − 1/n, l₀ = K/(n(n − K))) and the subtracted terms are of order η²·n²·(max a)²,
 so η ≲ 1/(n⁴(max a)²) should do; but these constants are not bounded here in closed
-form, and in float64 |R₀| ≈ 10⁻¹⁶ (ε₀ on the float grid) is a floor, so for very large
-n·max a the builder would raise rather than return an uncertified instance (an exact
-reduction would carry ε₀ with O(L + log n) more bits). Observed: the default
+form. And float64 ε are a hard limit: |R₀| ≈ 10⁻¹⁶ (ε₀ on the float grid) and the
+resolution of a float γ (≈ 10⁻¹⁵) must both stay below G_no ≈ c₁η, so large inputs
+raise instead of returning an uncertified instance — measured: n = 60, max a = 1000
+and n = 200, max a = 10⁴ with K ≤ 66 certify; n = 200 with K = 99, and n ≥ 1000, raise
+(an exact reduction would carry rational ε with O(L + log n) bits). Observed: the default
 η = 2^⌊log₂ min(10⁻⁶, 10⁻³/(max a)²)⌋ is certified at once on every test instance,
 and so is η·(max a)² = :data:`MAX_ETA_WEIGHT2`.
 
@@ -475,48 +479,62 @@ def epsilon_subset_sum_instance(
         )
     k = int(size)
     step = 2.0 ** math.floor(math.log2(eta))
-    reason = ""
+    reasons: list[str] = []
+    guess = 0.5 * math.log(n / k - 1.0)  # ε₀ at η = 0
     for _ in range(MAX_HALVINGS + 1):
         steps = np.array(a, dtype=float) * step  # exact: step is a power of two
-        e0 = _fit_epsilon0(steps, k, target, step)
+        if step < 2.0 ** (math.frexp(guess)[1] - 52):  # η·a_i below the grid of ε
+            break
+        e0 = _fit_epsilon0(a, k, target, step)
         if e0 is None:
-            reason = f"no ε₀ fits {k} items of total weight {target}"
+            reasons.append(f"η = {step:.3g}: no ε₀ fits {k} items of total weight {target}")
             step /= 2
             continue
-        # round ε₀ to the float grid of max ε so that every ε₀ + η·a_i is exact
-        ulp = 2.0 ** (math.frexp(e0 + float(steps.max()))[1] - 53)
-        e0 = round(e0 / ulp) * ulp
         eps = e0 + steps
         cert = _certify(eps, e0, step, a, k, target)
         threshold = float(cert.value + (cert.yes + cert.no) / 2)
-        if not cert.failed and cert.no - cert.yes > 4 * abs(threshold) * np.finfo(float).eps:
+        resolution = 4 * abs(threshold) * np.finfo(float).eps
+        if not cert.failed and cert.no - cert.yes > resolution:
             return EpsilonInstance(
                 eps, float(cert.value), float(cert.gap), step, float(cert.yes),
                 float(cert.no), threshold, True,
             )
-        reason = cert.failed or f"E_yes = {float(cert.yes):.3g} >= G_no = {float(cert.no):.3g}"
+        if cert.failed:
+            reasons.append(f"η = {step:.3g}: {cert.failed} fails")
+        else:
+            reasons.append(
+                f"η = {step:.3g}: G_no − E_yes = {float(cert.no - cert.yes):.3g} is not above"
+                f" the float64 resolution {resolution:.3g} of γ"
+            )
         step /= 2
+    shown = reasons[:1] + (["…"] if len(reasons) > 2 else []) + reasons[1:][-1:]
     raise InvalidParameterError(
-        f"eta must be small enough for a certificate, but none down to {2 * step!r} worked"
-        f" ({reason})"
+        f"eta must be small enough for a certificate of Theorem 2, but {len(reasons)} values"
+        f" failed ({'; '.join(shown)}): the instance is too large for float64 ε"
     )
 
 
-def _fit_epsilon0(steps: np.ndarray, k: int, target: int, eta: float) -> float | None:
-    """ε₀ with R₀ = s − K·W(0) − ητ·W′(0) = 0 (float root finding; R₀ is re-checked).
+def _fit_epsilon0(a: list[int], k: int, target: int, eta: float) -> float | None:
+    """ε₀ nearest to the root of R₀ = 0 on the float grid of max ε, or None if none.
 
-    None when the bracket [½, 3/2]·½ln(n/K − 1) holds no root (η too large).
+    With P = Σ e^(η·a_j), N = Σ e^(−η·a_j) and v = e^(2ε₀): l₀ = 1/(P·v), u₀ = v/N and
+    Σ l_i = N/(P·v), so v·R₀ = −(K + ητ)/N·v² + v − (N − K + ητ)/P — a quadratic. Its
+    larger root (v = n/K − 1 > 1 at η = 0) is solved in :data:`CERT_DIGITS`-digit
+    arithmetic, so |R₀| is left at the grid's floor ≈ ½·grid·|dR₀/dε₀|.
     """
-    n = steps.size
-
-    def fill(e0: float) -> float:
-        z1, z2 = _bounds(e0 + steps)
-        lo, hi = math.exp(-e0) / z1, math.exp(e0) / z2
-        slack = 1.0 - float(np.sum(np.exp(-(e0 + steps)))) / z1
-        return slack - k * (hi - lo) - target * eta * (hi + lo)
-
-    guess = 0.5 * math.log(n / k - 1.0)
-    try:
-        return brentq(fill, 0.5 * guess, 1.5 * guess, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
-    except ValueError:  # no sign change: η too large for K items to fill the slack
-        return None
+    with localcontext() as ctx:
+        ctx.prec = CERT_DIGITS
+        h = Decimal(eta)
+        pos = sum((h * ai).exp() for ai in a)
+        neg = sum((-h * ai).exp() for ai in a)
+        quad, lin = (k + h * target) / neg, (neg - k + h * target) / pos
+        disc = 1 - 4 * quad * lin
+        if disc <= 0:
+            return None
+        v = (1 + disc.sqrt()) / (2 * quad)
+        if v <= 1:
+            return None
+        e0 = v.ln() / 2
+        # the grid of max ε (a power of two ≥ ulp of every ε_i): every ε₀ + η·a_i exact
+        grid = Decimal(2.0 ** (math.frexp(float(e0) + eta * max(a))[1] - 53))
+        return float((e0 / grid).to_integral_value() * grid)
