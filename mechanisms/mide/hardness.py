@@ -176,8 +176,9 @@ so η ≲ 1/(n⁴(max a)²) should do; but these constants are not bounded here 
 form. And float64 ε are a hard limit: |R₀| ≈ 10⁻¹⁶ (ε₀ on the float grid) and the
 resolution of a float γ (≈ 10⁻¹⁵) must both stay below G_no ≈ c₁η, so large inputs
 raise instead of returning an uncertified instance — measured: n = 60, max a = 1000
-and n = 200, max a = 10⁴ with K ≤ 66 certify; n = 200 with K = 99, and n ≥ 1000, raise
-(an exact reduction would carry rational ε with O(L + log n) bits). Observed: the default
+and n = 200, max a = 10⁴ with K ∈ {2, 66} certify; n = 200 with K = 99, and n ≥ 1000
+(K ∈ {2, n/3, n/2 − 1}), raise (an exact reduction would carry rational ε with
+O(L + log n) bits). Observed: the default
 η = 2^⌊log₂ min(10⁻⁶, 10⁻³/(max a)²)⌋ is certified at once on every test instance,
 and so is η·(max a)² = :data:`MAX_ETA_WEIGHT2`.
 
@@ -335,10 +336,6 @@ class EpsilonInstance:
     no_bound: float = math.nan
     threshold: float = math.nan
     certified: bool = False
-
-
-def _bounds(eps: np.ndarray) -> tuple[float, float]:
-    return float(np.sum(np.exp(eps))), float(np.sum(np.exp(-eps)))
 
 
 #: decimal digits of the certificate arithmetic (:mod:`decimal`, correctly rounded
