@@ -105,7 +105,7 @@ def _epsilon_instances(max_weight, count, seed, n_max=11):
     for i in range(count):
         n = int(rng.integers(5, n_max + 1))
         size = int(rng.integers(2, (n + 1) // 2))
-        a = rng.integers(1, max_weight, n).tolist()
+        a = rng.integers(1, max_weight + 1, n).tolist()
         if i % 5 == 0:  # the K largest sum to τ ± 1: the tightest NO vertices
             tau = int(sum(sorted(a)[-size:]) + rng.integers(-1, 2))
         elif max_weight > 100 or i % 2:  # a random K-subset's sum, ± 1
@@ -170,17 +170,20 @@ def test_certificate_holds_in_exact_arithmetic():
             _epsilon_instances(15, N_EXACT // 2, 5, n_max=8),
             _epsilon_instances(1000, N_EXACT // 2, 6, n_max=8),
         )
+        seen = {True: 0, False: 0}
         for i, (a, size, tau) in enumerate(cases):
             inst = epsilon_subset_sum_instance(a, size, tau)
             gamma = _exact_gamma(inst.epsilons)
             b1 = Decimal(inst.first_order_value)
             ulp = Decimal(4 * math.ulp(inst.first_order_value))
             yes = _has_subset(a, tau, size)
+            seen[yes] += 1
             assert (gamma <= Decimal(inst.threshold)) == yes, i
             if yes:
                 assert gamma - b1 <= Decimal(inst.yes_bound) + ulp
             else:
                 assert gamma - b1 >= Decimal(inst.no_bound) - ulp
+        assert min(seen.values()) >= 10
 
 
 def test_epsilons_are_exact_and_eta_is_halved_until_certified(monkeypatch):
