@@ -51,11 +51,11 @@ knapsack with an exact-fit condition (choose U with s − Δ_φ ≤ Σ_U Δ_i �
 concave last term; the chord-LP bound is tight exactly when some U fills the slack. The
 "prefix by ε" hint fails (``test_upper_bound_set_is_not_a_prefix_by_epsilon``), and
 :mod:`mechanisms.mide.hardness` shows why no rule of that kind can work: on nested
-boxes exact γ decides SUBSET-SUM (Theorem 1, a proof: weakly NP-hard), and on
-uniform-prior Θ with near-equal ε it decides K-SUBSET-SUM to first order (Theorem 2, a
-leading-order argument checked against brute force, not yet a full proof) — so a
-polynomial algorithm exact for every Θ would, once Theorem 2 is made rigorous, give
-P = NP. What is delivered instead:
+boxes exact γ decides SUBSET-SUM (Theorem 1, proved: weakly NP-hard), and on
+uniform-prior Θ with near-equal ε it decides K-SUBSET-SUM (Theorem 2, proved for every
+instance the builder returns by a certificate the code checks; that the certificate
+always succeeds for a polynomially small η is argued, not proven) — so a polynomial
+algorithm exact for every Θ is not to be expected unless P = NP. What is delivered instead:
 exact answers (verified against brute force), polynomial for a bounded number G of
 distinct ε (every MIDE output: G ≤ steps per query), tens of nodes on MIDE outputs,
 and on adversarial inputs (10,000 near-equal distinct ε, or those reductions beyond
