@@ -683,8 +683,8 @@ class PredicateLedger:
                     "epsilon_max (the cap may only depend on data-independent ε), not None"
                 )
             worst = vec
-        elif np.isscalar(worst_case):
-            worst = np.full(len(self.predicates), _check_eps("worst_case", worst_case))
+        elif np.ndim(worst_case) == 0:  # type: ignore[arg-type]
+            worst = np.full(len(self.predicates), _check_eps("worst_case", float(worst_case)))
         else:
             worst = self._vector(worst_case)  # type: ignore[arg-type]
         if np.any(vec > worst + _TOL):
@@ -727,11 +727,14 @@ class PredicateLedger:
         mechanism: str,
         tick: int | None = None,
         ex_post: bool = True,
+        worst_case: float | None = None,
     ) -> PredicateEntry:
         """Record a mechanism whose predicates are unions of atoms: name → (atoms, ε).
 
         Every atom of a group takes the group's ε (Thm 5.2: the intersection of the group
-        with each atom is the atom).
+        with each atom is the atom). ``worst_case`` (one data-independent ε for every
+        atom) is passed to :meth:`record`; it is required for an ex-post record on a
+        capped ledger.
         """
         vec = np.zeros(len(self.predicates))
         seen: set[str] = set()
@@ -747,7 +750,8 @@ class PredicateLedger:
                     )
                 seen.add(a)
                 vec[self._index[a]] = e
-        return self.record(vec, mechanism=mechanism, tick=tick, ex_post=ex_post)
+        return self.record(vec, mechanism=mechanism, tick=tick, ex_post=ex_post,
+                           worst_case=worst_case)
 
     def epsilons(self, tick: int | None = None) -> np.ndarray:
         """Cumulative ε per predicate at ``tick`` (plus tick-less records)."""

@@ -154,7 +154,7 @@ def ttl_pseudonym(
         new = TtlSaltState(salt_counter=state.salt_counter + 1, salt_started_ts=t)
     else:
         new = state
-    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + new.salt_started_ts.hex().encode(),
+    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + float(new.salt_started_ts).hex().encode(),
                     hashlib.sha256).digest()
     return _hmac_hex(salt, b"ttl-pseudonym", dev), new
 def ttl_expired(state: TtlSaltState, watermark_ts: float, ttl_s: float) -> bool:

@@ -124,7 +124,8 @@ class Filter:
 
 
 def _term_mask(term: Comparison, column: np.ndarray, available: list[str]) -> np.ndarray:
-    is_text = column.dtype.kind in "USO"
+    is_text = column.dtype.kind in "US" or (
+        column.dtype.kind == "O" and any(isinstance(v, str) for v in column.ravel()))
     if isinstance(term.value, str) and not is_text:
         raise InvalidParameterError(
             f"filter field {term.field!r} is numeric, compare it with a number, not "

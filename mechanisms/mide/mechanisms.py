@@ -417,7 +417,7 @@ def dppwlm(
         raise InvalidParameterError(f"fine_steps must be an integer >= 1, not {fine_steps!r}")
     lo_all = hi_all = None
     if value_range is not None:
-        if not isinstance(value_range, (tuple, list)) or len(value_range) != 2:
+        if not isinstance(value_range, (tuple, list, np.ndarray)) or len(value_range) != 2:
             raise InvalidParameterError(
                 f"value_range must be a pair (lo, hi), not {type(value_range).__name__}")
         lo_all = _broadcast("value_range lo", value_range[0], "counts", g.shape)

@@ -286,7 +286,10 @@ class PartitionState:
             if track_ttl:
                 _prune(self.ttl_devices, horizon, cfg.validity_s)
                 # salts are keyed by their start time, so a state whose salt ended
-                # before the watermark is never read again (mechanisms.pseudonym)
+                # before the watermark is never read again (mechanisms.pseudonym) —
+                # as long as lateness_s is not raised on a restart: records between
+                # the new and the old watermark would then start a fresh salt where a
+                # dropped one was still running (TTL counts only; no guarantee at stake)
                 ttl_s = cfg.ttl_s
                 expired = [k for k, v in self.ttl_state.items() if ttl_expired(v, wm, ttl_s)]
                 for k in expired:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -203,6 +204,16 @@ def test_capped_predicate_ledger_refuses_on_the_worst_case_never_on_ex_post() ->
         with pytest.raises(BudgetExhaustedError):
             led.record(ex_post, mechanism="mide:y", tick=0, worst_case=0.6)
         led.record(ex_post, mechanism="mide:z", tick=1, worst_case=[0.6, 0.6])
+        led.record(ex_post, mechanism="mide:w", tick=2, worst_case=np.array(0.6))  # 0-d
+    # a partition (e.g. floors) on a capped ledger: the worst case passes through
+    led = ledger()
+    led.record_partition({"floor": (["a", "b"], 0.3)}, mechanism="floor", tick=0,
+                         worst_case=0.5)
+    with pytest.raises(BudgetExhaustedError):
+        led.record_partition({"floor": (["a", "b"], 0.1)}, mechanism="floor", tick=0,
+                             worst_case=0.6)
+    with pytest.raises(InvalidParameterError, match="worst_case"):
+        led.record_partition({"floor": (["a"], 0.1)}, mechanism="floor", tick=1)
 
 
 def test_predicate_partition_and_theorem_5_2_composition() -> None:

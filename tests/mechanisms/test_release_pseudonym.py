@@ -69,6 +69,8 @@ def test_a_dropped_expired_state_never_brings_back_an_old_pseudonym() -> None:
         assert p_dropped == p_kept  # dropping expired states changes no pseudonym
         seen.append(p_kept)
     assert len(set(seen)) == 4  # salts started at 0, 700, 1300 and 5000
+    # a state built by hand with an integer start time is the same state
+    assert ttl_pseudonym(KEY, MAC, 1350.0, TtlSaltState(0, 1300), 600)[0] == seen[3]
     assert not ttl_expired(TtlSaltState(0, 100.0), 699.9, ttl_s=600)
     assert ttl_expired(TtlSaltState(0, 100.0), 700.0, ttl_s=600)
 

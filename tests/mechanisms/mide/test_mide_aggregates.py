@@ -183,3 +183,9 @@ def test_property_filter_equals_subset_and_neighbours_move_at_most_delta(records
             rest = np.arange(pred.size) != i
             nb = build(pred[rest], {k: v[rest] for k, v in fields.items()}, where)
             assert np.abs(q.values - nb.values).sum() <= q.sensitivity * (1 + 1e-12) + 1e-6
+
+
+def test_numeric_field_with_object_dtype_compares_as_numbers():
+    fields = {"kind": KIND, "dwell": DWELL.astype(object)}  # e.g. from a JSON/pandas column
+    q = record_count_query(PRED, 3, 1.0, where=LONG, fields=fields)
+    np.testing.assert_array_equal(q.values, _by_hand(lambda i: DWELL[i] > 600, len))

@@ -52,3 +52,11 @@ def test_well_formed_inputs_still_work() -> None:
         res = decide(counts, thresholds, algorithm="dppwlm", rng=rng, **BASE,
                      value_range=(0.0, 20.0), priors=np.ones(4))
         assert res.positive.shape == (4,)
+
+
+def test_value_range_as_a_two_row_array_is_accepted() -> None:
+    rng = np.random.default_rng(1)
+    counts = np.array([3.0, 12.0, 30.0])
+    ranges = np.stack([np.zeros(3), np.full(3, 60.0)])  # shape (2, P): lo row, hi row
+    res = decide(counts, 10.0, algorithm="dppwlm", rng=rng, **BASE, value_range=ranges)
+    assert res.positive.shape == (3,)
