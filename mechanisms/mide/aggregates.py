@@ -195,12 +195,17 @@ def _check_contrib(max_contributions: int) -> int:
     return int(max_contributions)
 
 
+def _thresholds(thresholds: np.ndarray | float, n: int) -> np.ndarray:
+    """One threshold per predicate (a scalar is repeated), as a writable float array."""
+    return np.broadcast_to(np.asarray(thresholds, dtype=float), (n,)).copy()
+
+
 def count_query(
     counts: np.ndarray, thresholds: np.ndarray | float, *, max_contributions: int = 1
 ) -> ThresholdQuery:
     """``count(λ) > c``: Δ = max_contributions (1 for occupancy: one location per tick)."""
     g = np.asarray(counts, dtype=float).ravel()
-    c = np.broadcast_to(np.asarray(thresholds, dtype=float), g.shape).copy()
+    c = _thresholds(thresholds, g.size)
     return ThresholdQuery(g, c, float(_check_contrib(max_contributions)), "count")
 
 
@@ -250,7 +255,7 @@ def record_count_query(
     p_raw = np.asarray(predicate).ravel()
     n, p = _predicate_index(p_raw, n_predicates, p_raw.size)
     g = np.bincount(p[filter_mask(where, p.size, fields)], minlength=n).astype(float)
-    c = np.broadcast_to(np.asarray(thresholds, dtype=float), g.shape).copy()
+    c = _thresholds(thresholds, g.size)
     return ThresholdQuery(g, c, float(k), "count")
 
 
@@ -286,7 +291,7 @@ def sum_query(
     lo, hi, k, n, x, p = _records(values, predicate, n_predicates, lower, upper,
                                   max_contributions, where, fields)
     g = _per_predicate_sum(x, p, n)
-    c = np.broadcast_to(np.asarray(thresholds, dtype=float), g.shape).copy()
+    c = _thresholds(thresholds, g.size)
     return ThresholdQuery(g, c, k * max(abs(lo), abs(hi)), "sum")
 
 
@@ -307,7 +312,7 @@ def avg_query(
     """
     lo, hi, k, n, x, p = _records(values, predicate, n_predicates, lower, upper,
                                   max_contributions, where, fields)
-    c = np.broadcast_to(np.asarray(thresholds, dtype=float), (n,)).copy()
+    c = _thresholds(thresholds, n)
     excess = _per_predicate_sum(x - c[p], p, n)
     delta = k * float(np.max(np.maximum(hi - c, c - lo)))
     return ThresholdQuery(excess, np.zeros(n), delta, "avg")

@@ -88,6 +88,7 @@ __all__ = [
     "MAX_NODES",
     "REL_TOL",
     "MinEntropySolution",
+    "check_priors",
     "entropy",
     "min_entropy",
     "min_entropy_bruteforce",
@@ -132,6 +133,29 @@ def entropy(p: np.ndarray) -> float:
     return float(_xlogx(p).sum())
 
 
+def check_priors(priors: np.ndarray, size: int) -> np.ndarray:
+    """Adversary prior weights (Lemma A.1) as a float vector: ``size`` finite values > 0.
+
+    Raises:
+        InvalidParameterError: naming the type, the shape, or the first bad value.
+    """
+    try:
+        q = np.asarray(priors, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"priors must be real numbers, not a {type(priors).__name__}") from None
+    if q.size != size:
+        raise InvalidParameterError(
+            f"priors must have one weight per predicate ({size}), not shape {q.shape}")
+    q = q.ravel()
+    for rule, bad in (("finite", ~np.isfinite(q)), ("> 0", q <= 0)):
+        i = np.flatnonzero(bad)
+        if i.size:
+            raise InvalidParameterError(
+                f"priors must be {rule}, not {float(q[i[0]])!r} at index {int(i[0])}")
+    return q
+
+
 def posterior_bounds(
     epsilons: np.ndarray, priors: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -150,14 +174,7 @@ def posterior_bounds(
         raise InvalidParameterError("epsilons must be a non-empty vector, not an empty one")
     if not np.all(np.isfinite(eps)) or np.any(eps < 0):
         raise InvalidParameterError(f"epsilons must be finite and >= 0, not {eps!r}")
-    if priors is None:
-        q = np.ones_like(eps)
-    else:
-        q = np.asarray(priors, dtype=float).ravel()
-        if q.shape != eps.shape or not np.all(np.isfinite(q)) or np.any(q <= 0):
-            raise InvalidParameterError(
-                f"priors must be {eps.size} finite positive weights, not {priors!r}"
-            )
+    q = np.ones_like(eps) if priors is None else check_priors(priors, eps.size)
     # Both ratios are scale-free: multiply numerator and denominator by e^(−ε_max) so
     # no exponential overflows (ε up to ~700 above the others is fine).
     emax = eps.max()
@@ -223,7 +240,7 @@ def _level_rows(
     size = math.prod(shape)
     d_out = np.array([d_g[t] for t in outer], dtype=float)
     w_out = np.array([w_g[t] for t in outer], dtype=float)
-    # the LP value of r ≥ 0: cheaper slope first, break point bp
+    # the LP value of r ≥ 0 fills the cheaper slope first, up to the break point bp
     s1, s2, bp = (r_abs, r_s, d_abs) if r_abs <= r_s else (r_s, r_abs, cap_s)
     step = max(1, _CHUNK // (c_l + 1))
     for start in range(0, size, step):
@@ -236,31 +253,16 @@ def _level_rows(
         lo_n = np.ceil((big_r - cap_s - d_abs) / d_l) - 1
         hi_n = np.floor(big_r / d_l) + 1
         if math.isfinite(prune_at):
-            # piece 1 (rem0 <= bp): n >= (R − bp)/d_l, B = cost + s1·R + n·(w_l − s1·d_l)
-            # piece 2 (rem0 >= bp): n <= (R − bp)/d_l,
-            #   B = cost + s1·bp + s2·(R − bp) + n·(w_l − s2·d_l)
-            nb = (big_r - bp) / d_l
-            pieces = []
-            for a0, slope, p_lo, p_hi in (
-                (cost + s1 * big_r, w_l - s1 * d_l, nb, np.full_like(nb, np.inf)),
-                (cost + s1 * bp + s2 * (big_r - bp), w_l - s2 * d_l,
-                 np.full_like(nb, -np.inf), nb),
-            ):
+            # s1 <= s2, so the LP value of r >= 0 is max(s1·r, s1·bp + s2·(r − bp)) and the
+            # bound B(n) = max of two lines in n: B < prune_at on both half-lines' overlap
+            for a0, slope in ((cost + s1 * big_r, w_l - s1 * d_l),
+                              (cost + s1 * bp + s2 * (big_r - bp), w_l - s2 * d_l)):
                 if slope > 0:
-                    q_lo, q_hi = np.full_like(nb, -np.inf), (prune_at - a0) / slope
+                    hi_n = np.minimum(hi_n, np.ceil((prune_at - a0) / slope) + 1)
                 elif slope < 0:
-                    q_lo, q_hi = (prune_at - a0) / slope, np.full_like(nb, np.inf)
+                    lo_n = np.maximum(lo_n, np.floor((prune_at - a0) / slope) - 1)
                 else:
-                    q_lo = np.where(a0 < prune_at, -np.inf, np.inf)
-                    q_hi = np.where(a0 < prune_at, np.inf, -np.inf)
-                pieces.append((np.maximum(p_lo, q_lo), np.minimum(p_hi, q_hi)))
-            (a_lo, a_hi), (b_lo, b_hi) = pieces
-            a_ok, b_ok = a_lo <= a_hi, b_lo <= b_hi
-            keep_lo = np.where(a_ok & b_ok, np.minimum(a_lo, b_lo), np.where(a_ok, a_lo, b_lo))
-            keep_hi = np.where(a_ok & b_ok, np.maximum(a_hi, b_hi), np.where(a_ok, a_hi, b_hi))
-            keep_lo = np.where(a_ok | b_ok, keep_lo, np.inf)
-            lo_n = np.maximum(lo_n, np.floor(np.clip(keep_lo, -1e18, 1e18)) - 1)
-            hi_n = np.minimum(hi_n, np.ceil(np.clip(keep_hi, -1e18, 1e18)) + 1)
+                    hi_n = np.where(a0 < prune_at, hi_n, -1.0)
         lo_n = np.maximum(lo_n, 0.0)
         hi_n = np.minimum(hi_n, float(c_l))
         length = np.maximum(hi_n - lo_n + 1, 0).astype(np.int64)

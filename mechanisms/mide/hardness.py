@@ -200,6 +200,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from mechanisms.errors import InvalidParameterError
+from mechanisms.mide.entropy import _h as _f  # f(p) = −p ln p
 
 __all__ = [
     "CERT_DIGITS",
@@ -219,10 +220,6 @@ MAX_WEIGHT = 10_000
 #: largest η·(max a)² accepted by :func:`epsilon_subset_sum_instance` (a sanity bound:
 #: the certificate of Theorem 2, not this constant, decides whether η is small enough).
 MAX_ETA_WEIGHT2 = 0.01
-
-
-def _f(p: float) -> float:
-    return -p * math.log(p) if p > 0 else 0.0
 
 
 def _df(p: float) -> float:

@@ -54,7 +54,7 @@ import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive, check_probability
 from mechanisms.mide._rng import resolve_rng
-from mechanisms.mide.entropy import min_entropy
+from mechanisms.mide.entropy import check_priors, min_entropy
 from mechanisms.mide.privrelax import privrelax
 
 __all__ = [
@@ -428,14 +428,7 @@ def dppwlm(
             raise InvalidParameterError(
                 f"value_range must have hi > lo, not lo={lo_i!r} >= hi={hi_i!r} at predicate {i}")
     if priors is not None:
-        q = _numeric("priors", priors)
-        if q.size != g.size:
-            raise InvalidParameterError(
-                f"priors must have one weight per count ({g.size}), not shape {q.shape}")
-        _check_finite("priors", q)
-        if np.any(q <= 0):
-            raise InvalidParameterError(
-                f"priors must be > 0, not {float(q.min())!r} (minimum)")
+        priors = check_priors(priors, g.size)
     plan = [float(e) for e in plan_epsilons(e1, single_step_epsilon(b / m, a, d), m)]
     eps_m = plan[-1]
     if eps_m > emax:
