@@ -11,9 +11,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY mechanisms ./mechanisms
-COPY streams ./streams
+COPY occupancy ./occupancy
+COPY infra ./infra
 COPY simulator ./simulator
+COPY streams ./streams
+COPY readmodel ./readmodel
 COPY dashboards ./dashboards
+COPY research ./research
+COPY occustream ./occustream
 COPY bench ./bench
 COPY buildings ./buildings
 RUN pip install . \

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from bench._timing import median_seconds
-from mechanisms.audit import (
+from research.attacker import (
     LaplaceLikelihood,
     dp_worst_case_bound,
     fit_conditional_kde,

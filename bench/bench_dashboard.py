@@ -38,7 +38,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 def _start_dashboard(redis_url: str, port: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ, OCCUSTREAM_ADMIN_TOKEN=ADMIN, OCCUSTREAM_ANALYST_TOKEN=ANALYST)
-    proc = subprocess.Popen([sys.executable, "-m", "streams.cli", "dashboard", "--building",
+    proc = subprocess.Popen([sys.executable, "-m", "occustream.cli", "dashboard", "--building",
                              BUILDING, "--redis-url", redis_url, "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
@@ -56,7 +56,7 @@ async def _fanout(base: str, redis_url: str, site: Any, n_subs: int, repeats: in
     import aiohttp
     import redis.asyncio as aioredis
 
-    from streams import redis_layout as rl
+    from occupancy import redis_layout as rl
 
     arrivals: dict[int, list[float]] = {}
     hello = asyncio.Event()
@@ -120,7 +120,7 @@ def _history(base: str, redis_url: str, location: str, start: float, end: float,
              repeats: int) -> tuple[list[float], list[float], int]:
     import redis
 
-    from streams import redis_layout as rl
+    from occupancy import redis_layout as rl
 
     url = (f"{base}/api/history?mech=laplace&location={location}&start={start:.0f}"
            f"&end={end:.0f}")
@@ -148,9 +148,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     import redis
 
     from dashboards.synthetic import seed
-    from streams import redis_layout as rl
-    from streams.buildings import load_site
-    from streams.services import free_port, running_services
+    from infra.services import free_port, running_services
+    from occupancy import redis_layout as rl
+    from occupancy.buildings import load_site
 
     n_subs = 100 if quick else 500
     repeats = 5 if quick else 15

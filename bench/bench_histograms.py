@@ -28,7 +28,7 @@ from mechanisms.histograms import TABLE_II
 from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.bin_error import FORMULAS
 from mechanisms.histograms.partitioners import dawa_partition, dp_partition
-from streams.tools.histogram import (
+from research.histogram import (
     DPBENCH_1D,
     DPBENCH_2D,
     ISSUE_1D,

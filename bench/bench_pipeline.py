@@ -60,19 +60,19 @@ def _raw_consume(bootstrap: str, topic: str, n: int) -> float:
 
 
 def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "streams.worker"], env=env, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "occustream.worker"], env=env, cwd=ROOT,
                             stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
 
 
 def _health(r, app_id: str) -> dict:  # type: ignore[no-untyped-def]
-    from streams import redis_layout as rl
+    from occupancy import redis_layout as rl
 
     vals = [json.loads(v) for v in r.hgetall(rl.health(app_id)).values()]
     return vals[0] if vals else {}
 
 
 def _state_offsets(r, app_id: str, partitions: int) -> int:  # type: ignore[no-untyped-def]
-    from streams import redis_layout as rl
+    from occupancy import redis_layout as rl
 
     total = 0
     for p in range(partitions):
@@ -85,9 +85,9 @@ def _pipeline_rate(svc, records: list, ingest: str, log_dir: Path) -> float:  # 
     """Pre-load the topic, start one worker, time until every record is checkpointed."""
     import redis
 
+    from infra.services import create_topics
     from simulator.kafka import produce
     from streams.app import pipeline_topics
-    from streams.services import create_topics
     from streams.settings import load_settings
 
     tag = f"b{uuid.uuid4().hex[:6]}"
@@ -121,9 +121,9 @@ def _pipeline_rate(svc, records: list, ingest: str, log_dir: Path) -> float:  # 
 def _latency(svc, sim, log_dir: Path, rate: float, wall_s: float) -> dict:  # type: ignore[no-untyped-def]
     import redis
 
+    from infra.services import create_topics
     from simulator.kafka import produce
     from streams.app import pipeline_topics
-    from streams.services import create_topics
     from streams.settings import load_settings
 
     tag = f"l{uuid.uuid4().hex[:6]}"
@@ -154,7 +154,7 @@ def _latency(svc, sim, log_dir: Path, rate: float, wall_s: float) -> dict:  # ty
 
 
 def _memory(n_devices: int = 10_000) -> dict:
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
     from streams.pipeline.identity import pseudonymizer, ttl_step
     from streams.pipeline.presence import PartitionState, StageConfig
 
@@ -185,8 +185,8 @@ def _memory(n_devices: int = 10_000) -> dict:
 
 
 def run(quick: bool = False) -> dict:
+    from infra.services import running_services
     from simulator import simulate
-    from streams.services import running_services
 
     days = 1.0 if quick else 3.0
     repeats = 1 if quick else 3
@@ -198,7 +198,7 @@ def run(quick: bool = False) -> dict:
         rates, raws = [], []
         for _ in range(repeats):
             rates.append(_pipeline_rate(svc, records, "direct", log_dir))
-            from streams.services import create_topics
+            from infra.services import create_topics
 
             topic = f"raw{uuid.uuid4().hex[:6]}"
             create_topics(svc.kafka_bootstrap, {topic: 4})

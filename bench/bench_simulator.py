@@ -49,7 +49,7 @@ def run(quick: bool = False) -> dict:
     rate, _ = _median_rate(generate, repeats)
     out["generate_only_events_per_s"] = round(rate)
 
-    from streams.services import EmbeddedKafka, create_topics
+    from infra.services import EmbeddedKafka, create_topics
 
     records = list(simulate("dbh", days=days, seed=7, scenarios=scen).records())
     out["broker_events"] = len(records)

@@ -1,6 +1,6 @@
 """``occustream dashboard`` — the live heatmap, alerts, privacy view and REST API.
 
-An aiohttp app that reads the Redis read model (DESIGN.md "Redis read model") and
+An aiohttp app that reads the Redis read model (docs/DESIGN.md "Redis read model") and
 serves static HTML/JS/CSS (no build step):
 
 * ``/`` — the page: floor plans (SVG from the building's plan geometry) coloured by
@@ -37,9 +37,11 @@ from aiohttp.abc import AbstractAccessLogger
 
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
-from dashboards.readmodel import ReadModel
+from infra.urls import safe_url
 from mechanisms.errors import ConfigError, InvalidParameterError, OccustreamError
-from streams.buildings import Site, load_site
+from mechanisms.registry import MECHANISMS
+from occupancy.buildings import Site, load_site
+from readmodel.reader import ReadModel
 
 log = logging.getLogger(__name__)
 
@@ -440,7 +442,6 @@ def main(argv: list[str] | None = None) -> int:
         raise InvalidParameterError(f"--port must be in [0, 65535], not {args.port!r}")
     the_site = load_site(args.building)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
-    from streams.settings import MECHANISMS, safe_url  # safe_url: user/password masked
 
     unknown = sorted(set(mechs or ()) - set(MECHANISMS))
     if unknown:
@@ -448,13 +449,13 @@ def main(argv: list[str] | None = None) -> int:
             f"--mechanisms must be among {sorted(MECHANISMS)}, not {unknown}"
         )
     tokens, generated = Tokens.from_env()
-    from streams.services import running_services
+    from infra.services import running_services
 
     env = dict(os.environ)
     if args.redis_url:
         env["REDIS_URL"] = args.redis_url
     if args.port == 0:
-        from streams.services import free_port
+        from infra.services import free_port
 
         args.port = free_port()
     with running_services(kafka=False, redis=True, env=env) as services:

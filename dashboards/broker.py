@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class Broker:
                 await asyncio.sleep(1.0)
 
     async def _alerts(self) -> None:
-        from dashboards.readmodel import public_alert
+        from readmodel.reader import public_alert
 
         last = "$"
         while True:

@@ -16,9 +16,9 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from dashboards.readmodel import public_alert
 from mechanisms.errors import ConfigError
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
+from readmodel.reader import public_alert
 
 
 def format_alert(alert: dict[str, Any], names: dict[str, str] | None = None) -> str:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError(f"--last must be >= 0, not {args.last!r}")
     names: dict[str, str] = {}
     if args.building:
-        from streams.buildings import load_site
+        from occupancy.buildings import load_site
 
         names = {loc.id: loc.name for loc in load_site(args.building).locations}
     try:

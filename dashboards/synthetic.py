@@ -3,7 +3,7 @@
 For tests, benchmarks, screenshots and ``occustream dashboard --synthetic``: the
 values are made up (a daily occupancy curve per location plus noise), not releases of
 any real data, so no budget is involved. Every key comes from
-:mod:`streams.redis_layout`, so the dashboard is tested against the real layout.
+:mod:`occupancy.redis_layout`, so the dashboard is tested against the real layout.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.heatmap import baselines
-from streams import redis_layout as rl
-from streams.buildings import Site
+from mechanisms.registry import without_guarantee
+from occupancy import redis_layout as rl
+from occupancy.buildings import Site
+from occupancy.heatmap import baselines
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +125,8 @@ def seed(
         meta = DEFAULT_META.get(mech, {"epsilon": 1.0})
         write_meta(client, mech, meta, tick_s)
         eps = float(meta.get("epsilon", 1.0))
-        noise = 0 if mech == "ttl" else rng.laplace(0, 1 / eps, size=truth.shape)
-        released = np.round(truth * (1.15 if mech == "ttl" else 1.0) + noise, 1)
+        noise = 0 if without_guarantee(mech) else rng.laplace(0, 1 / eps, size=truth.shape)
+        released = np.round(truth * (1.15 if without_guarantee(mech) else 1.0) + noise, 1)
         written["values"][mech] = released
         hist_rows = (days - 1) * per_day
         if hist_rows:
@@ -138,7 +139,7 @@ def seed(
                 for t, v in zip(tick_list, released[:, j].tolist(), strict=True)})
         pipe.zadd(rl.ticks(mech), {str(int(t)): t for t in tick_list})
         spent_by_day: dict[str, float] = {}
-        for t in tick_list if mech != "ttl" else []:
+        for t in tick_list if not without_guarantee(mech) else []:
             pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(
                 {"mechanism": mech, "tick": int(t), "epsilon": eps})})
             day = time.strftime("%Y-%m-%d", time.gmtime(t))

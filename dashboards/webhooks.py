@@ -32,9 +32,9 @@ from typing import Any
 
 import aiohttp
 
-from dashboards.readmodel import public_alert
 from mechanisms.errors import ConfigError, check_positive
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
+from readmodel.reader import public_alert
 
 log = logging.getLogger(__name__)
 

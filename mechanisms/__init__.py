@@ -1,7 +1,7 @@
 """Pure privacy mechanisms for occustream (numpy/scipy only: no I/O, Kafka or Redis).
 
 Submodules draw noise (and say what they spend) or post-process (and take no
-``rng``). See ``shared/ALGORITHMS.md`` for the specifications.
+``rng``). See docs/MECHANISMS.md for the specifications.
 
 Release library (unit of privacy everywhere: event-level, one device at one tick):
 

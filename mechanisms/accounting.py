@@ -426,6 +426,7 @@ class Accountant:
         sampler: str = "discrete-laplace (exact)",
         guarantee: str = "pure ε-DP",
         note: str = "",
+        composition: str = "sequential",
     ) -> LedgerRecord:
         """Charge ε (sequential composition within the tick) and return the record.
 
@@ -441,6 +442,8 @@ class Accountant:
             sampler: the noise sampler of released values.
             guarantee: the guarantee shipped, in words.
             note: free text.
+            composition: how the release composed its ``parts`` (recorded only; e.g.
+                ``"parallel"`` for one value per disjoint location).
 
         Raises:
             BudgetExhaustedError: this scope or an ancestor would exceed its cap; nothing
@@ -455,7 +458,7 @@ class Accountant:
             tick=t,
             epsilon=amount.epsilon,
             scope=self.path,
-            composition="sequential",
+            composition=composition,
             parts=tuple(float(p) for p in parts),
             delta=amount.delta,
             n_locations=n_locations,
@@ -475,10 +478,8 @@ class Accountant:
         if not eps:
             raise InvalidParameterError("epsilons must be non-empty, not []")
         kw.setdefault("n_locations", len(eps))
-        rec = self.spend(max(eps), mechanism=mechanism, tick=tick, parts=eps, **kw)
-        rec = LedgerRecord(**{**asdict(rec), "composition": "parallel", "parts": tuple(eps)})
-        self._records[-1] = rec
-        return rec
+        return self.spend(max(eps), mechanism=mechanism, tick=tick, parts=eps,
+                          composition="parallel", **kw)
 
     def forget_before(self, tick: int) -> None:
         """Drop per-tick spending older than ``tick`` − w (keeps memory bounded)."""

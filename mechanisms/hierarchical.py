@@ -1,7 +1,7 @@
 """Hierarchical (multi-state) PeGaSus over a tree: building → floor → location.
 
 Chen, Machanavajjhala, Hay & Miklau, CCS 2017, §5 "Multiple target states with
-aggregation" (Algorithm 4); specification and corrections in ``shared/ALGORITHMS.md``
+aggregation" (Algorithm 4); specification and corrections in docs/MECHANISMS.md
 ("Many locations / hierarchy").
 
 The tree is given as parent index arrays (:class:`Tree`; build it on the caller side,

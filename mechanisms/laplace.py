@@ -13,7 +13,7 @@ parallel composition. Each tick reads only that tick's counts, so the stream is
 spent k·ε (see :mod:`mechanisms.accounting`).
 
 Output: raw noisy integers (may be negative). Clipping at 0 or rounding for display
-is post-processing (:func:`mechanisms.queries.clip_nonnegative`) and costs nothing.
+is post-processing (:func:`research.queries.clip_nonnegative`) and costs nothing.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class LaplaceState:
     """Streaming Laplace state: only the number of locations and ticks processed.
 
     The Laplace release is memoryless; the state exists so that every mechanism has
-    the same ``initialize`` / ``update`` shape (STYLE.md, habit 3).
+    the same ``initialize`` / ``update`` shape (docs/STYLE.md, habit 3).
     """
 
     n_locations: int

@@ -3,7 +3,7 @@
 Chen, Machanavajjhala, Hay & Miklau, "PeGaSus: Data-Adaptive Differentially Private
 Stream Processing", CCS 2017 (§4: Perturber, Grouper (Algorithm 2, deviation
 function), Smoother (§4.3)); used for TIPPERS occupancy in thesis §3.1.2 and §4.2.2.
-Specification followed: ``shared/ALGORITHMS.md`` "PeGaSus".
+Specification followed: docs/MECHANISMS.md "PeGaSus".
 
 Per location and tick t, with ε = ε_p + ε_g (ε_p = ``perturb_share``·ε, default 0.8ε),
 base threshold θ (default 5/ε_g):

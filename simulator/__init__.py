@@ -6,7 +6,7 @@ Python API (see :mod:`simulator.simulation`)::
     sim = simulate("dbh", days=7, seed=7)
     sim.events()        # iterator of {"device", "ap", "ts", "rssi"} dicts, arrival order
     sim.truth           # injected scenarios, malformed record indices, parameters
-    sim.occupancy(300)  # true occupancy (streams.oracle.occupancy_oracle)
+    sim.occupancy(300)  # true occupancy (occupancy.oracle.occupancy_oracle)
 
     from simulator.kafka import produce
     produce(sim.records(), bootstrap, topic="wifi.observations", speed=None, max_rate=None)

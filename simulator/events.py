@@ -16,7 +16,7 @@ time* ``ts + delay`` with a delay of at most :data:`MAX_DELAY_S` (20 s) — the 
 out-of-order jitter, well within the pipeline's allowed lateness (60 s).
 
 Malformed records (the dead-letter path) are built by :func:`malformed_record`, each
-clearly beyond the margins of :func:`streams.schema.validate` for its intended reason.
+clearly beyond the margins of :func:`occupancy.schema.validate` for its intended reason.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ MEAN_DELAY_S = 1.5
 RECONNECT_RATE_PER_S = 1.0 / 1800.0
 ROAM_P = 0.15
 
-#: Intended DLQ reason of every malformed kind (see streams.schema.REASONS).
+#: Intended DLQ reason of every malformed kind (see occupancy.schema.REASONS).
 MALFORMED_KINDS = (
     "bad_mac",
     "missing_field:device",

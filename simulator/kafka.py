@@ -262,12 +262,12 @@ async def _produce_aiokafka(records: Iterator[Record], bootstrap: str, topic: st
 def kafka_target(bootstrap: str | None, topic: str = TOPIC) -> Iterator[str]:
     """The broker to send to: ``bootstrap``, else ``$KAFKA_BOOTSTRAP``, else embedded.
 
-    An embedded Tansu broker (:func:`streams.services.running_services`) lives only
+    An embedded Tansu broker (:func:`infra.services.running_services`) lives only
     for the block. The topic is created (4 partitions) if it does not exist.
     """
     bootstrap = bootstrap or os.environ.get("KAFKA_BOOTSTRAP", "").strip() or None
     if bootstrap:
-        from streams.services import create_topics
+        from infra.services import create_topics
 
         try:
             create_topics(bootstrap, {topic: 4})
@@ -277,7 +277,7 @@ def kafka_target(bootstrap: str | None, topic: str = TOPIC) -> Iterator[str]:
             ) from None
         yield bootstrap
         return
-    from streams.services import TOPICS, running_services
+    from infra.services import TOPICS, running_services
 
     log.info("no --kafka and no KAFKA_BOOTSTRAP: starting the embedded broker")
     with running_services(redis=False, env={}, topics={**TOPICS, topic: 4}) as services:

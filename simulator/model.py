@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streams.buildings import Building, Site
+from occupancy.buildings import Building, Site
 
 DAY_S = 86_400.0
 HOUR_S = 3_600.0

@@ -7,7 +7,7 @@ Example::
     for event in sim.events():                       # dicts, in arrival order
         ...                                          # {"device", "ap", "ts", "rssi"}
     sim.truth["scenarios"]                           # injected scenarios (times, places)
-    table = sim.occupancy(tick_s=300)                # true counts (streams.oracle)
+    table = sim.occupancy(tick_s=300)                # true counts (occupancy.oracle)
 
 Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
 
@@ -22,7 +22,7 @@ Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
   meet in the first meeting room of each building.
 * ``malformed_rate``: that share of extra malformed records (bad MACs, missing
   fields, unknown APs, non-numeric / out-of-range / far-future / too-late ts), each
-  with its intended :mod:`streams.schema` reason in ``truth["malformed"]``.
+  with its intended :mod:`occupancy.schema` reason in ``truth["malformed"]``.
 
 Ground truth (``Simulation.truth``; the ``x.truth.json`` sidecar of ``x.jsonl``)::
 
@@ -39,7 +39,7 @@ Ground truth (``Simulation.truth``; the ``x.truth.json`` sidecar of ``x.jsonl``)
                   "rows": [...]}}        # sidecar only; Simulation.presence() in Python
 
 ``presence`` is what people did (planned stays); *occupancy* is what the events say
-under :mod:`streams.oracle` (``Simulation.occupancy``), the figure everything is
+under :mod:`occupancy.oracle` (``Simulation.occupancy``), the figure everything is
 held to. Every record not listed in ``malformed`` is valid and on time.
 """
 
@@ -58,6 +58,16 @@ from typing import Any
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
+from occupancy.buildings import Site, load_site
+from occupancy.oracle import (
+    DEFAULT_LATENESS_S,
+    DEFAULT_MAX_FUTURE_S,
+    DEFAULT_TICK_S,
+    DEFAULT_VALIDITY_S,
+    OccupancyTable,
+    occupancy_oracle,
+    presence_counts,
+)
 from simulator.events import (
     MALFORMED_KINDS,
     OUIS,
@@ -70,16 +80,6 @@ from simulator.events import (
     stay_events,
 )
 from simulator.model import DAY_S, HOUR_S, MIN_S, BuildingPlan, crowd_size
-from streams.buildings import Site, load_site
-from streams.oracle import (
-    DEFAULT_LATENESS_S,
-    DEFAULT_MAX_FUTURE_S,
-    DEFAULT_TICK_S,
-    DEFAULT_VALIDITY_S,
-    OccupancyTable,
-    occupancy_oracle,
-    presence_counts,
-)
 
 #: Default start: Monday 2026-01-05 00:00 UTC (building local time = UTC).
 DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -299,7 +299,7 @@ class Simulation:
             lateness_s: allowed lateness (default: the simulation's).
             max_future_s: allowed lead (default: the simulation's).
             ticks: explicit ticks (default: every final tick, as the oracle).
-            method: ``"oracle"`` runs :func:`streams.oracle.occupancy_oracle` over
+            method: ``"oracle"`` runs :func:`occupancy.oracle.occupancy_oracle` over
                 :meth:`events` (malformed records included; it drops them);
                 ``"fast"`` computes the same table with numpy from the simulator's own
                 arrays (valid only with the simulation's lateness/lead, which decided
@@ -326,7 +326,7 @@ class Simulation:
 
     def _fast_occupancy(self, tick_s: float, validity_s: float, lateness_s: float,
                         tick_arr: np.ndarray | None) -> OccupancyTable:
-        """The oracle's definition (streams.oracle) on the valid events, vectorised."""
+        """The oracle's definition (occupancy.oracle) on the valid events, vectorised."""
         tick_s = check_positive("tick_s", tick_s)
         validity_s = check_positive("validity_s", validity_s)
         locations = tuple(self.site.location_ids)
@@ -414,8 +414,8 @@ def simulate(
     """Simulate WiFi connectivity events of a building (or campus).
 
     Args:
-        site: a :class:`~streams.buildings.Site`, or a building name/path for
-            :func:`~streams.buildings.load_site` (``"dbh"``, ``"campus"``).
+        site: a :class:`~occupancy.buildings.Site`, or a building name/path for
+            :func:`~occupancy.buildings.load_site` (``"dbh"``, ``"campus"``).
         days: simulated duration in days (> 0; fractions allowed).
         seed: the seed; same seed and arguments → identical output.
         start: first instant (datetime, ISO string or epoch seconds; naive = UTC).

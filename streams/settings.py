@@ -40,17 +40,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from infra.urls import next_db_url, safe_url
 from mechanisms.errors import ConfigError, OccustreamError
+from mechanisms.registry import MECHANISMS, ReleaseParams, has_guarantee
+from streams.pipeline.release import ReleaseConfig
 
 log = logging.getLogger(__name__)
 
-#: Release mechanisms the pipeline knows (name → what it is).
-MECHANISMS = {
-    "laplace": "discrete Laplace per (tick, location)",
-    "pegasus": "PeGaSus, flat over locations",
-    "hpegasus": "PeGaSus, hierarchical building → floor → location",
-    "ttl": "TTL-salt pseudonym counts (no formal guarantee)",
-}
 MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
 DEV_SECRET = b"occustream-dev-secret-NOT-FOR-PRODUCTION"
 
@@ -110,13 +106,25 @@ class Settings:
         """Ticks in one day (for the per-day budget)."""
         return 86400.0 / self.tick_s
 
+    def release_params(self, mech: str,
+                       paths: tuple[tuple[str, ...], ...] = ()) -> ReleaseParams:
+        """The public parameters of a release mechanism (``{mech}_epsilon`` and the rest)."""
+        return ReleaseParams(epsilon=float(getattr(self, f"{mech}_epsilon", 0.0)),
+                             smoother=self.pegasus_smoother, paths=paths, ttl_s=self.ttl_s)
+
+    def release_config(self) -> ReleaseConfig:
+        """The release stage's small config object."""
+        return ReleaseConfig(
+            secret=self.secret, tick_s=self.tick_s,
+            mechanisms=tuple((m, self.release_params(m)) for m in self.mechanisms),
+            budget_epsilon_tick=self.budget_epsilon_tick, mide=self.mide,
+            mide_algorithm=self.mide_algorithm, mide_beta=self.mide_beta,
+            mide_alpha=self.mide_alpha, mide_epsilon_max=self.mide_epsilon_max,
+            mide_hourly=self.mide_hourly, capacity_factor=self.capacity_factor)
+
     def epsilon_of(self, mech: str) -> float:
-        """ε per tick of a release mechanism (0 for the TTL chain: no formal guarantee)."""
-        return {
-            "laplace": self.laplace_epsilon,
-            "pegasus": self.pegasus_epsilon,
-            "hpegasus": self.hpegasus_epsilon,
-        }.get(mech, 0.0)
+        """ε per tick of a release mechanism (0 without a formal guarantee: the TTL chain)."""
+        return self.release_params(mech).epsilon if has_guarantee(mech) else 0.0
 
     def epsilon_per_tick(self) -> float:
         """ε of the costliest tick, by all configured DP releases (sequential composition).
@@ -153,50 +161,6 @@ class Settings:
             d[name] = safe_url(d[name])
         d["mechanisms"] = list(self.mechanisms)
         return d
-
-
-def safe_url(url: str | None) -> str:
-    """``url`` with any user/password part replaced by ``***`` (for terminal and logs)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    if not url:
-        return ""
-    try:
-        parts = urlsplit(url if "://" in url else f"//{url}")
-    except ValueError:
-        return "<unparseable url>"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    out = urlunsplit(parts._replace(netloc=f"***@{host}"))
-    return out if "://" in url else out.removeprefix("//")
-
-
-def next_db_url(url: str) -> str:
-    """``url`` with the next Redis database number (``/0`` → ``/1``; ``?db=N`` too).
-
-    Args:
-        url: a ``redis://``, ``rediss://`` or ``unix://`` URL ("" → "").
-
-    Raises:
-        ConfigError: when the database number is not an integer.
-    """
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    try:
-        if any(k == "db" for k, _ in query) or parts.scheme == "unix":
-            if not any(k == "db" for k, _ in query):
-                query.append(("db", "0"))
-            query = [(k, str(int(v) + 1) if k == "db" else v) for k, v in query]
-            return url.split("?", 1)[0] + "?" + urlencode(query)  # keeps unix:///path
-        db = int(parts.path.strip("/") or 0)
-    except ValueError:
-        raise ConfigError(f"redis_url must name an integer database, not {url!r}") from None
-    return urlunsplit(parts._replace(path=f"/{db + 1}"))
 
 
 _FIELDS = {f.name: f for f in fields(Settings) if f.name != "secret"}
@@ -400,7 +364,7 @@ def _positive(s: Settings, name: str, sources: Mapping[str, str]) -> None:
 def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     """Check every setting; raise ConfigError naming the first bad one."""
     src = dict(sources or {})
-    from streams.buildings import resolve_building_path
+    from occupancy.buildings import resolve_building_path
 
     try:
         resolve_building_path(s.site)
@@ -424,7 +388,7 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     if len(set(s.mechanisms)) != len(s.mechanisms):
         raise ConfigError(f"mechanisms: listed twice in {list(s.mechanisms)}")
     for m in s.mechanisms:
-        if m != "ttl" and not s.epsilon_of(m) > 0:
+        if has_guarantee(m) and not s.epsilon_of(m) > 0:
             raise ConfigError(f"{m}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
     if s.ingest not in ("direct", "faust"):
         raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
@@ -472,7 +436,7 @@ def check_budget(s: Settings) -> None:
     from mechanisms.errors import BudgetExhaustedError
 
     acct = Accountant(Budget(s.budget_epsilon_tick), name=f"site:{s.site}")
-    charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if m != "ttl"]
+    charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if has_guarantee(m)]
     if s.mide:
         charges.append((f"mide:{s.mide_algorithm}", s.mide_epsilon_max))
         if s.mide_hourly:  # the tick closing an hour also runs the hourly query

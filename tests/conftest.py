@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.services import EmbeddedKafka, EmbeddedRedis, create_topics
+from infra.services import EmbeddedKafka, EmbeddedRedis, create_topics
 
 ARTIFACTS = Path(os.environ.get("OCCUSTREAM_ARTIFACTS", Path(__file__).parent.parent / "artifacts"))
 

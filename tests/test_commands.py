@@ -1,9 +1,9 @@
 """The command-line experience of ``occustream``: every sub-command in
-:data:`streams.cli.COMMANDS` explains itself with ``--help``, and bad input ends with
+:data:`occustream.cli.COMMANDS` explains itself with ``--help``, and bad input ends with
 exit code 2 and ONE line on stderr that says what to fix — never a traceback, never a
 service started (or a Kafka connection tried) before the bad value is noticed.
 
-Each case runs ``python -m streams.cli ...`` in a subprocess, as a user would; the
+Each case runs ``python -m occustream.cli ...`` in a subprocess, as a user would; the
 sub-command imports are lazy, so a case takes well under two seconds.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.cli import COMMANDS
+from occustream.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a failure that waits on a service would hang; fail the test instead
@@ -31,7 +31,7 @@ def occustream(*argv: str, env: dict[str, str] | None = None,
     base = {k: v for k, v in os.environ.items()
             if k not in ("KAFKA_BOOTSTRAP", "REDIS_URL") and not k.startswith("OCCUSTREAM_")}
     base["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "streams.cli", *argv], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "occustream.cli", *argv], cwd=cwd,
                           env={**base, **(env or {})}, capture_output=True, text=True,
                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
 

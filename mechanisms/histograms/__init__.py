@@ -1,7 +1,8 @@
 """Differentially private histogram release (SORTaki, DAWA, DPCube, AHP, kd-tree).
 
-Pure numpy: no I/O. Sources: ../shared/seeds/sortaki.txt (Doudalis & Mehrotra),
-../shared/seeds/kdtree.txt (Xiao, Xiong & Yuan), ALGORITHMS.md "SORTaki" and
+Pure numpy: no I/O. Sources: Doudalis & Mehrotra, "SORTaki" (docs/MECHANISMS.md),
+Xiao, Xiong & Yuan, "Differentially private data release through multidimensional
+partitioning"; docs/MECHANISMS.md "SORTaki" and
 "Multidimensional partitioning". Noise is drawn only in :mod:`._noise` and in functions
 whose docstring starts with "NOISE DRAWING"; everything else is post-processing.
 

@@ -6,7 +6,7 @@ everything else in the package is deterministic post-processing of its outputs.
 Randomness: callers pass ``rng: np.random.Generator | None``; ``None`` means the
 project's CSPRNG-seeded generator (:func:`mechanisms.noise.resolve_rng`).
 
-Samplers (ALGORITHMS.md "Noise and accounting"): with ``discrete=True`` the noise is
+Samplers (docs/MECHANISMS.md "Noise and accounting"): with ``discrete=True`` the noise is
 the exact discrete Laplace of :func:`mechanisms.noise.discrete_laplace` — the sampler
 for releases that leave the system: measurements of *integer* counts (cells, bin
 sums, tree nodes) plus discrete Laplace(Δ/ε) are ε-DP with no floating-point

@@ -7,7 +7,7 @@
   ``a = β·b·ln(β/δ)`` (``b = GS/ε``) with probability ≥ 1 − δ (Lemma 4.1).
 * :func:`kd_tree_partition` — Alg. 3 on a noisy cube: split at the median of the
   widest dimension while ``H(D_t) = Σ|count − mean| > ξ₁`` or ``Count(D_t) > ξ₀``
-  (Def. 4.1; ALGORITHMS.md).
+  (Def. 4.1; docs/MECHANISMS.md).
 * :func:`kd_tree_release` — Alg. 2: ε/2 for a cell histogram (synthetic data D_c), the
   kd-tree built on D_c (post-processing), ε/2 for one noisy count per partition
   (disjoint → parallel composition); Thm 4.3: ε-DP. Uniformity assumption inside

@@ -1,7 +1,7 @@
 """Why no polynomial exact algorithm for γ(Θ) is claimed: subset-sum reductions.
 
 Issue 4 asks for an exact, polynomial algorithm for the min-entropy metric γ(Θ)
-(thesis Def. 5.4, eq. 5.8) and ALGORITHMS.md suggests one from the nesting of the
+(thesis Def. 5.4, eq. 5.8) and docs/MECHANISMS.md suggests one from the nesting of the
 posterior intervals (l_i falls and u_i rises with ε_i). This module shows that nesting
 cannot be enough (Theorem 1, a proof: exact γ on nested boxes is weakly NP-hard), and
 that the ε-shaped boxes carry the same combinatorics (Theorem 2, a proof whose

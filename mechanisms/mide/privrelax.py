@@ -5,7 +5,7 @@ Given noise ``η ~ Lap(Δ/ε₁)`` already used for ``y₁ = x + η``, :func:`pr
 ε₂-DP in total rather than (ε₁ + ε₂). This is the step between the iterations of
 PPWLM and DPPWLM (thesis Alg. 2 line 11, Alg. 3 line 14, thesis ref. [30]).
 
-Exact conditional sampler (shared/ALGORITHMS.md, "Gradual release"), in rate units
+Exact conditional sampler (docs/MECHANISMS.md, "Gradual release"), in rate units
 e₁ = ε₁/Δ, e₂ = ε₂/Δ, with a = |η|, s = sign(η), δ = e₂ − e₁, σ = e₁ + e₂:
 
 =================  =============================  ===================================

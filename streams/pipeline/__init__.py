@@ -1,4 +1,4 @@
-"""The pipeline's stages as plain, Kafka-free state machines; :mod:`streams.app` runs them.
+"""The pipeline's stages as plain, Kafka-free state machines; :mod:`streams.runtime` runs them.
 
 * :mod:`streams.pipeline.presence` — observe + presence for one input partition:
   validation, pseudonyms, per-device presence, partial counts per final tick.

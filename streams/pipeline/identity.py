@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mechanisms.pseudonym import TTL_GUARANTEE, TtlSaltState, hmac_pseudonym, ttl_pseudonym
-from streams.schema import Observation
+from occupancy.schema import Observation
 
 __all__ = ["TTL_GUARANTEE", "TTLIdentity", "pseudonymizer", "ttl_step", "state_from_json",
            "state_to_json", "salt_start"]
@@ -68,7 +68,7 @@ def salt_start(state: TtlSaltState) -> float:
 
 
 class TTLIdentity:
-    """Stateful ``identity`` for :func:`streams.oracle.occupancy_oracle` (TTL counts)."""
+    """Stateful ``identity`` for :func:`occupancy.oracle.occupancy_oracle` (TTL counts)."""
 
     def __init__(self, secret: bytes, ttl_s: float) -> None:
         self.secret, self.ttl_s = secret, ttl_s

@@ -1,4 +1,4 @@
-"""observe + presence for one partition of ``wifi.observations`` (DESIGN.md "Flow").
+"""observe + presence for one partition of ``wifi.observations`` (docs/DESIGN.md "Flow").
 
 ``wifi.observations`` is keyed by device MAC, so all observations of a device are in
 one partition, in arrival order. The pseudonym (HMAC or TTL-salt) is a function of the
@@ -8,10 +8,10 @@ repartition hop (``presence.events``) is needed. Raw MACs live only inside
 :meth:`PartitionState.process` for the duration of one record; the state, the
 checkpoints, the partials and the DLQ hold pseudonyms or redacted text only.
 
-Semantics are exactly :mod:`streams.oracle`'s, applied to the partition's records in
+Semantics are exactly :mod:`occupancy.oracle`'s, applied to the partition's records in
 offset order:
 
-* validation with :func:`streams.schema.validate` and one :class:`EventClock` per
+* validation with :func:`occupancy.schema.validate` and one :class:`EventClock` per
   partition (far-future / too-late relative to this partition's clock);
 * a device is present at tick ``t`` at the location of its latest admitted
   observation with ``ts ≤ t`` (ties: the later offset) iff ``t − ts < validity_s``;
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from mechanisms.pseudonym import ttl_expired
+from occupancy.schema import EventClock, Invalid, decode, validate
 from streams.pipeline.identity import state_from_json, state_to_json
-from streams.schema import EventClock, Invalid, decode, validate
 
 _MAC_LIKE = re.compile(r"(?i)(?:[0-9a-f]{2}[:\-.]?){5}[0-9a-f]{2}")
 REDACTED = "<redacted>"
@@ -303,7 +303,7 @@ def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_
 
     An observation keeps its device present from ``ts`` (inclusive) until
     ``ts + validity_s`` or the device's next observation (exclusive), as in
-    :func:`streams.oracle.occupancy_oracle`; entries are sorted by (ts, offset), so of
+    :func:`occupancy.oracle.occupancy_oracle`; entries are sorted by (ts, offset), so of
     two observations with the same ts the later one wins.
     """
     diff = np.zeros((n + 1, n_loc), dtype=np.int64)

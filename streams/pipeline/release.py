@@ -1,4 +1,4 @@
-"""Release agents and MIDE alerts for one final tick (DESIGN.md "release agents", "mide").
+"""Release agents and MIDE alerts for one final tick (docs/DESIGN.md "release agents", "mide").
 
 Every noisy draw comes from ``keyed_rng(secret, mechanism, tick, "all")`` (counter
 based, :mod:`mechanisms.noise`): replaying a tick after a crash or a rebalance draws the
@@ -16,26 +16,48 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from mechanisms import hierarchical, mide, pegasus
-from mechanisms.accounting import UNIT_OF_PRIVACY as UNIT
-from mechanisms.accounting import LedgerRecord, PredicateLedger
-from mechanisms.laplace import laplace_release
+from mechanisms import mide, registry
+from mechanisms.accounting import Accountant, Budget, LedgerRecord, PredicateLedger
+from mechanisms.errors import ConfigError
+from mechanisms.mide.accounting import record_result
 from mechanisms.noise import keyed_rng
-from mechanisms.pseudonym import TTL_GUARANTEE
-from streams.buildings import Site
-from streams.settings import Settings
+from occupancy.buildings import Site
 
 #: DPPWLM's public value range per location, in multiples of its capacity (see
 #: :meth:`Releaser._mide_params`).
 MIDE_VALUE_RANGE_CAPACITIES = 3.0
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """What the release stage needs, and nothing else (no Kafka, ports or paths).
+
+    Attributes:
+        secret: key of the replay-safe noise (:func:`mechanisms.noise.keyed_rng`).
+        tick_s: tick length.
+        mechanisms: the configured release mechanisms with their public parameters.
+        budget_epsilon_tick: the per-tick cap of the accountant (event-level).
+        mide: whether fire-code alerts run; the MIDE fields below configure them.
+    """
+
+    secret: bytes = field(repr=False)
+    tick_s: float
+    mechanisms: tuple[tuple[str, registry.ReleaseParams], ...]
+    budget_epsilon_tick: float
+    mide: bool = True
+    mide_algorithm: str = "tslm"
+    mide_beta: float = 0.05
+    mide_alpha: float = 3.0
+    mide_epsilon_max: float = 1.0
+    mide_hourly: bool = True
+    capacity_factor: float = 1.0
 
 
 @dataclass
@@ -55,7 +77,8 @@ class TickOutput:
 
     ``expost`` holds MIDE's per-predicate ex-post ε (thesis Def. 5.3) as
     :class:`~mechanisms.accounting.PredicateEntry` dicts plus their ``window``: INTERNAL,
-    written to the state store's ``ledger:expost`` only (:func:`streams.cache.write_expost`),
+    written to the state store's ``ledger:expost`` only
+    (:func:`streams.runtime.checkpoint.write_expost`),
     never to a topic, the read model or an alert — publishing it breaks ε_max-DP.
     """
 
@@ -67,24 +90,35 @@ class TickOutput:
 
 
 class Releaser:
-    """Runs the configured release mechanisms and MIDE for each final tick."""
+    """Runs the configured release mechanisms and MIDE for each final tick.
 
-    def __init__(self, settings: Settings, site: Site) -> None:
-        self.s = settings
+    The mechanisms come from :mod:`mechanisms.registry` (each states its cost, noise
+    scale and state machine); every release is charged to an
+    :class:`~mechanisms.accounting.Accountant` *before* its noise is drawn, and the
+    ledger records are the accountant's. The accountant's root cap is
+    ``budget_epsilon_tick`` per tick (event-level: ticks are disjoint data); each
+    mechanism has a scope whose cap is its own configured ε, so no mechanism can spend
+    another's share. A refusal is a :class:`~mechanisms.errors.BudgetExhaustedError`
+    naming the requested and remaining budget, and nothing of that tick is released.
+    """
+
+    def __init__(self, config: ReleaseConfig, site: Site) -> None:
+        self.s = config
         self.site = site
         self.locations = list(site.location_ids)
         self.capacities = np.asarray(site.capacities, dtype=float)
-        self._mechs: dict[str, Callable[[np.ndarray, float, bytes | None],
-                                        tuple[Release, bytes | None]]] = {}
-        for name in settings.mechanisms:
-            self._mechs[name] = getattr(self, f"_{name}", None)  # ttl: counts as is
-        self._mide = mide if settings.mide else None
-        self._tree: Any = None
-        self._per_hour = max(int(round(3600 / settings.tick_s)), 1)
+        paths = tuple(tuple(p) for p in site.hierarchy())
+        self._mechs: dict[str, registry.StreamMechanism] = {
+            name: registry.build(name, replace(params, paths=paths))
+            for name, params in config.mechanisms
+        }
+        self._costs = {name: m.cost(len(self.locations)) for name, m in self._mechs.items()}
+        self._mide = mide if config.mide else None
+        self._per_hour = max(int(round(3600 / config.tick_s)), 1)
+        self._mide_cost = 0.0
         if self._mide is not None:
-            self._check_mide()
-        self._pegasus_mod = pegasus
-        self._hier_mod = hierarchical
+            self._mide_cost = self._check_mide()
+        self.scope = f"site:{site.id}"
 
     def _mide_params(self) -> dict:
         """Extra MIDE parameters: DPPWLM gets the public value range (0, 3 × capacity).
@@ -99,14 +133,13 @@ class Releaser:
             return {}
         return {"value_range": (0.0, MIDE_VALUE_RANGE_CAPACITIES * self.capacities)}
 
-    def _check_mide(self) -> None:
-        """Refuse MIDE parameters that would deny every query (silently no alerts).
+    def _check_mide(self) -> float:
+        """The worst-case ε of one MIDE query; refuse parameters that deny every query.
 
-        Denial depends on (algorithm, β, α, ε_max) only, so one probe on zero counts
-        (no data, nothing released) tells.
+        Denial and the worst-case ε depend on (algorithm, β, α, ε_max) only, so one probe
+        on zero counts (no data, nothing released) tells both; every tick's query is
+        charged that ε before its noise is drawn.
         """
-        from mechanisms.errors import ConfigError
-
         s = self.s
         res = self._mide.decide(np.zeros(len(self.locations)), self.capacities * s.capacity_factor,
                                 algorithm=s.mide_algorithm, beta=s.mide_beta, alpha=s.mide_alpha,
@@ -117,6 +150,7 @@ class Releaser:
                 f"mide: {s.mide_algorithm} with beta={s.mide_beta:g}, alpha={s.mide_alpha:g} "
                 f"needs more than mide_epsilon_max={s.mide_epsilon_max:g}, so every alert "
                 "query would be denied; raise mide_epsilon_max (and the budget) or mide_alpha")
+        return float(res.epsilon_spent)
 
     @property
     def mechanisms(self) -> list[str]:
@@ -125,135 +159,84 @@ class Releaser:
 
     def meta(self, name: str) -> dict[str, Any]:
         """Public parameters of a mechanism (for ``occ:{mech}:meta``)."""
-        s = self.s
-        m: dict[str, Any] = {"mechanism": name, "tick_s": s.tick_s, "unit": UNIT,
-                             "site": self.site.id}
-        if name == "ttl":
-            m.update(guarantee="none (no formal guarantee)", ttl_s=s.ttl_s, epsilon=0)
-        else:
-            m.update(epsilon=s.epsilon_of(name), noise="discrete Laplace")
-        if name == "pegasus":
-            cfg = self._pegasus_mod.PegasusConfig(s.pegasus_epsilon, smoother=s.pegasus_smoother)
-            m.update(smoother=s.pegasus_smoother, perturb_share=cfg.perturb_share)
-        elif name == "hpegasus":
-            cfg = self._hier_mod.HierarchicalConfig(s.hpegasus_epsilon,
-                                                    smoother=s.pegasus_smoother)
-            # every level runs PeGaSus at ε/levels (hierarchical.py; PeGaSus Algorithm 4)
-            m.update(smoother=s.pegasus_smoother, perturb_share=cfg.perturb_share,
-                     levels=self.tree.height)
-        return m
+        return {**self._mechs[name].meta(), "tick_s": self.s.tick_s, "site": self.site.id}
 
-    @property
-    def tree(self) -> Any:
-        """The site's location tree (building → floor → location) for hierarchical PeGaSus."""
-        if self._tree is None:
-            self._tree = self._hier_mod.tree_from_paths(self.site.hierarchy())
-        return self._tree
+    def accountant(self) -> Accountant:
+        """A fresh per-tick accountant: root cap ``budget_epsilon_tick``, one scope each."""
+        cap = self.s.budget_epsilon_tick
+        return Accountant(Budget(cap), name=self.scope)
 
     # ---- per tick -------------------------------------------------------------------
     def run(self, tick: float, counts: list[int], ttl: list[int],
             states: dict[str, bytes | None]) -> tuple[TickOutput, dict[str, bytes | None]]:
-        """Release every mechanism for one final tick; return output and new states."""
+        """Release every mechanism for one final tick; return output and new states.
+
+        Each mechanism is charged to the tick's accountant before its noise is drawn.
+        """
         c = np.asarray(counts, dtype=np.int64)
+        inputs = {registry.COUNTS: c, registry.TTL_COUNTS: ttl}
+        acct = self.accountant()
         releases, ledger, new_states = [], [], {}
-        for name, fn in self._mechs.items():
-            if name == "ttl":
-                if not ttl:
-                    # never fall back to the true counts: they are not a release
-                    log.warning("tick %s: no TTL-salt counts (a presence stage without "
-                                "ttl tracking?); ttl release skipped", tick)
-                    continue
-                rel, st = Release("ttl", tick, [float(v) for v in ttl], 0.0), None
-            else:
-                rel, st = fn(c, tick, states.get(name))
-            new_states[name] = st
-            releases.append(rel)
-            ledger.append(self._ledger(name, tick, rel.epsilon))
+        for name, mech in self._mechs.items():
+            data = inputs[mech.reads]
+            if data is None or len(data) == 0:
+                # never fall back to the true counts: they are not a release
+                log.warning("tick %s: no %s for %s (a presence stage without ttl "
+                            "tracking?); release skipped", tick, mech.reads, name)
+                continue
+            cost = self._costs[name]
+            rec = self._charge(acct, name, tick, cost)
+            step = mech.update(states.get(name), np.asarray(data, dtype=np.int64),
+                               rng=keyed_rng(self.s.secret, name, tick, "all"))
+            new_states[name] = step.state
+            releases.append(Release(name, tick, [float(v) for v in step.values], cost.epsilon,
+                                    {k: [float(v)] for k, v in step.extra.items()}))
+            ledger.append(rec)
         alerts: list[dict[str, Any]] = []
         expost: list[dict[str, Any]] = []
         if self._mide is not None:
             # one predicate-wise ledger per tick: the tick's and the hour's MIDE queries
             # at this tick compose on the same atoms (Thm 5.2); other ticks are disjoint
-            preds = PredicateLedger(self.locations, scope=f"site:{self.site.id}")
-            alerts, eps = self._alerts(c, tick, "tick", preds, expost)
-            ledger.append(self._ledger("mide", tick, eps))
+            preds = PredicateLedger(self.locations, scope=self.scope)
+            alerts, rec = self._alerts(c, tick, "tick", preds, expost, acct)
+            ledger.append(rec)
             if self.s.mide_hourly:
                 hist = json.loads(states.get("mide-hour") or b"[]")[-(self._per_hour - 1):]
                 hist.append([int(x) for x in counts])
                 new_states["mide-hour"] = json.dumps(hist).encode()
                 if (tick + self.s.tick_s) % 3600 == 0:  # the tick closes an hour
                     peak = np.max(np.asarray(hist, dtype=np.int64), axis=0)
-                    more, eps = self._alerts(peak, tick, "hour", preds, expost)
+                    more, rec = self._alerts(peak, tick, "hour", preds, expost, acct)
                     alerts += more
-                    ledger.append(self._ledger("mide-hour", tick, eps))
+                    ledger.append(rec)
         return TickOutput(tick, releases, alerts, ledger, expost), new_states
+
+    def _charge(self, acct: Accountant, name: str, tick: float, cost: registry.Cost
+                ) -> dict[str, Any]:
+        """Charge one release to its mechanism's scope; the ledger record as a dict.
+
+        A release without a formal guarantee (the TTL chain) spends nothing: its record
+        says so and is not charged.
+        """
+        kw = {"n_locations": cost.n_values, "sampler": cost.sampler,
+              "guarantee": cost.guarantee, "note": cost.note}
+        if cost.epsilon == 0 and cost.budget.delta == 0:
+            return LedgerRecord(name, int(tick), 0.0, f"{acct.path}/mechanism:{name}",
+                                composition=cost.composition, **kw).to_dict()
+        scope = acct.scope(f"mechanism:{name}",
+                           weight=min(cost.epsilon / acct.cap.epsilon, 1.0))
+        return scope.spend(cost.epsilon, mechanism=name, tick=int(tick),
+                           delta=cost.budget.delta, parts=cost.parts,
+                           composition=cost.composition, **kw).to_dict()
 
     @property
     def state_names(self) -> list[str]:
         """Names of the per-tick states the occupancy checkpoint must keep."""
         return self.mechanisms + (["mide-hour"] if self._mide and self.s.mide_hourly else [])
 
-    def _ledger(self, mech: str, tick: float, eps: float) -> dict[str, Any]:
-        """The ledger record of one release (tick = its epoch seconds)."""
-        n = len(self.locations)
-        if mech == "ttl":
-            rec = LedgerRecord(mech, int(tick), 0.0, f"site:{self.site.id}/mechanism:ttl",
-                               n_locations=n, sampler="none", guarantee=TTL_GUARANTEE,
-                               note=f"ttl_s={self.s.ttl_s:g}")
-        elif mech.startswith("mide"):
-            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
-                               n_locations=n, sampler="laplace (analysis-consistent)",
-                               note=f"{self.s.mide_algorithm}, beta={self.s.mide_beta:g}, "
-                                    "worst-case (ex-ante) epsilon; ex-post kept internal")
-        elif mech == "hpegasus":
-            # PeGaSus Algorithm 4 / hierarchical.py: every tree level runs PeGaSus at
-            # ε_rest/h and a device is in one node of *each* level, so the h levels compose
-            # sequentially (parts); the nodes within a level are disjoint (parallel)
-            tree = self.tree
-            cfg = self._hier_mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother)
-            level = cfg.level_config(tree.height).epsilon
-            parts = ((cfg.prune_epsilon,) if cfg.prune_epsilon else ()) + (level,) * tree.height
-            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
-                               composition="sequential", parts=parts,
-                               n_locations=tree.n_nodes,
-                               note=f"{tree.height} tree levels composed sequentially at "
-                                    f"{level:g} each; nodes within a level in parallel")
-        else:
-            rec = LedgerRecord(mech, int(tick), eps, f"site:{self.site.id}/mechanism:{mech}",
-                               composition="parallel", n_locations=n)
-        return rec.to_dict()
-
-    def _laplace(self, c: np.ndarray, tick: float, state: bytes | None
-                 ) -> tuple[Release, bytes | None]:
-        eps = self.s.laplace_epsilon
-        rng = keyed_rng(self.s.secret, "laplace", tick, "all")
-        vals = laplace_release(c, eps, rng=rng)
-        return Release("laplace", tick, [float(v) for v in np.asarray(vals)], eps), None
-
-    def _pegasus(self, c: np.ndarray, tick: float, state: bytes | None
-                 ) -> tuple[Release, bytes | None]:
-        mod, eps = self._pegasus_mod, self.s.pegasus_epsilon
-        cfg = mod.PegasusConfig(eps, smoother=self.s.pegasus_smoother)
-        st = mod.PegasusState.from_bytes(state) if state else mod.initialize(len(c), cfg)
-        rng = keyed_rng(self.s.secret, "pegasus", tick, "all")
-        st, vals = mod.update(st, c, cfg, rng=rng)
-        return Release("pegasus", tick, [float(v) for v in np.asarray(vals)], eps), st.to_bytes()
-
-    def _hpegasus(self, c: np.ndarray, tick: float, state: bytes | None
-                  ) -> tuple[Release, bytes | None]:
-        mod, eps, tree = self._hier_mod, self.s.hpegasus_epsilon, self.tree
-        cfg = mod.HierarchicalConfig(eps, smoother=self.s.pegasus_smoother)
-        st = mod.HierarchicalState.from_bytes(state) if state else mod.initialize(tree, cfg)
-        rng = keyed_rng(self.s.secret, "hpegasus", tick, "all")
-        st, vals = mod.update(st, c, tree, cfg, rng=rng)
-        v = np.asarray(vals, dtype=float)
-        n = len(c)  # leaves are nodes 0..n-1 (tree_from_paths), aggregates follow
-        extra = {str(tree.names[i]): [float(v[i])] for i in range(n, tree.n_nodes)}
-        return (Release("hpegasus", tick, [float(x) for x in v[:n]], eps, extra),
-                st.to_bytes())
-
     def _alerts(self, c: np.ndarray, tick: float, window: str, preds: PredicateLedger,
-                expost: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+                expost: list[dict[str, Any]], acct: Accountant
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """MIDE over the locations: counts of one tick, or peaks of the hour ending at it.
 
         The hourly peak has sensitivity 1 (one device at one tick moves each tick's count
@@ -263,16 +246,23 @@ class Releaser:
         (internal only); the alerts never carry it.
         """
         s = self.s
+        label = "mide" if window == "tick" else "mide-hour"
+        # charged before any noise is drawn: the data-independent worst case
+        rec = self._charge(acct, label, tick, registry.Cost(
+            Budget(self._mide_cost), n_values=len(self.locations),
+            sampler="laplace (analysis-consistent)",
+            note=f"{s.mide_algorithm}, beta={s.mide_beta:g}, worst-case (ex-ante) epsilon; "
+                 "ex-post kept internal"))
         thresholds = self.capacities * s.capacity_factor
-        rng = keyed_rng(s.secret, "mide" if window == "tick" else "mide-hour", tick, "all")
+        rng = keyed_rng(s.secret, label, tick, "all")
         res = self._mide.decide(c, thresholds, algorithm=s.mide_algorithm, beta=s.mide_beta,
                                 alpha=s.mide_alpha, epsilon_max=s.mide_epsilon_max, rng=rng,
                                 **self._mide_params())
+        if float(res.epsilon_spent) > self._mide_cost + 1e-12:
+            raise ConfigError(f"{label}: MIDE spent {res.epsilon_spent:g} > the "
+                              f"{self._mide_cost:g} charged before the query (a bug)")
         if bool(np.any(getattr(res, "denied", False))):
-            return [], 0.0
-        from mechanisms.mide.accounting import record_result
-
-        label = "mide" if window == "tick" else "mide-hour"
+            return [], rec
         entry = record_result(preds, res, tick=int(tick), label=f"{label}:{s.mide_algorithm}")
         if entry is not None:
             expost.append({**asdict(entry), "window": window})
@@ -283,7 +273,7 @@ class Releaser:
              "algorithm": s.mide_algorithm, "beta": s.mide_beta, "window": window}
             for i in positive
         ]
-        return alerts, float(getattr(res, "epsilon_spent", s.mide_epsilon_max))
+        return alerts, rec
 
 
 def release_record(rel: Release, location: str, value: float) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from dash_support import CHROMIUM, CHROMIUM_ARGS, Served, campus_dict
 
-from streams.buildings import Site, parse_site
+from occupancy.buildings import Site, parse_site
 
 
 @pytest.fixture(scope="session")

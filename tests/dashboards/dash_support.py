@@ -10,7 +10,7 @@ import urllib.request
 from typing import Any
 
 from dashboards.app import BROKER, Tokens, create_app
-from streams.buildings import Site
+from occupancy.buildings import Site
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

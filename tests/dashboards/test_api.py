@@ -12,8 +12,8 @@ import pytest
 from dash_support import TOKENS, call, get_json
 
 from dashboards.synthetic import seed, write_alert
-from mechanisms.heatmap import colour_class
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
+from occupancy.heatmap import colour_class
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +96,7 @@ def test_snapshot_at_a_past_tick_and_ticks_of_a_day(seeded: dict[str, Any]) -> N
     col = seeded["written"]["values"]["pegasus"][-10]
     assert [snap["values"][loc]["value"] for loc in seeded["site"].location_ids] == \
         pytest.approx(col)
-    from dashboards.readmodel import day_of
+    from readmodel.reader import day_of
 
     day_ticks = get_json(f"{url}/api/ticks?mech=pegasus&day={day_of(t)}")[1]["ticks"]
     assert day_ticks == [float(x) for x in ticks[-40:]]
@@ -165,7 +165,7 @@ def test_ledger_reports_spending_and_device_day_loss(seeded: dict[str, Any]) -> 
     assert led["unit"].startswith("event-level")
     rows = {(r["day"], r["mechanism"]): r for r in led["rows"]}
     ticks = seeded["written"]["ticks"]
-    from dashboards.readmodel import day_of
+    from readmodel.reader import day_of
 
     first_day = day_of(ticks[0])
     lap = rows[(first_day, "laplace")]

@@ -12,7 +12,8 @@ import pytest
 from dash_support import TOKENS
 
 from dashboards.synthetic import seed, write_alert, write_tick
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
+from readmodel.reader import day_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -88,7 +89,7 @@ def test_new_tick_changes_colours_without_reload(seeded: dict[str, Any], page: A
     assert all(v == f"1|{CB_PALETTE[0]}" for v in after.values())
     assert page.evaluate("window.__marker") == "no-reload"
     assert page.inner_text("#when").startswith(
-        __import__("dashboards.readmodel").readmodel.day_of(new_tick - 300))
+        day_of(new_tick - 300))
 
 
 def test_alert_appears_live_and_can_be_acknowledged(seeded: dict[str, Any], page: Any,
@@ -215,7 +216,7 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
     """
     from dash_support import Served
 
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
 
     try:
         site = load_site("dbh")

@@ -35,7 +35,7 @@ def test_no_password_or_generated_token_in_the_log(redis_url: str, campus_file: 
     err_path = tmp_path / "stderr.log"
     with err_path.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "dashboard", "--building", str(campus_file),
+            [sys.executable, "-m", "occustream.cli", "dashboard", "--building", str(campus_file),
              "--redis-url", _with_credentials(redis_url), "--port", "0"],
             stdout=subprocess.PIPE, stderr=err, env=env, text=True)
         out: list[str] = []

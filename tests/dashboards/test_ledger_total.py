@@ -2,7 +2,7 @@
 
 All mechanisms release the same underlying data, so a device present all day loses
 the sum over mechanisms (sequential composition) of ε × releases that day. The
-ledger is written by the pipeline's real cache writer (streams.cache); every expected
+ledger is written by the pipeline's real cache writer (readmodel.writer); every expected
 figure below follows from the ε values written, not from any random draw.
 """
 
@@ -15,7 +15,7 @@ from dash_support import run_async
 
 pytestmark = pytest.mark.e2e
 
-cache = pytest.importorskip("streams.cache")
+cache = pytest.importorskip("readmodel.writer")
 release = pytest.importorskip("streams.pipeline.release")
 
 TICK_S = 300
@@ -27,7 +27,7 @@ def _ledger(redis_url: str, site: Any, day0: int) -> dict[str, Any]:
     ids = list(site.location_ids)
     import redis.asyncio as aioredis
 
-    from dashboards.readmodel import ReadModel
+    from readmodel.reader import ReadModel
 
     async def scenario() -> dict[str, Any]:
         client = aioredis.Redis.from_url(redis_url)

@@ -1,4 +1,4 @@
-"""The dashboard reads what the pipeline's real cache writer (streams.cache) writes."""
+"""The dashboard reads what the pipeline's real cache writer (readmodel.writer) writes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dash_support import run_async
 
 pytestmark = pytest.mark.e2e
 
-cache = pytest.importorskip("streams.cache")
+cache = pytest.importorskip("readmodel.writer")
 release = pytest.importorskip("streams.pipeline.release")
 
 
@@ -17,7 +17,7 @@ def test_readmodel_over_the_pipeline_cache_writer(redis_url: str, redis_client: 
                                                   campus: Any) -> None:
     import redis.asyncio as aioredis
 
-    from dashboards.readmodel import ReadModel
+    from readmodel.reader import ReadModel
 
     ids = list(campus.location_ids)
     day0 = 1_790_000_000 - 1_790_000_000 % 86400 + 9 * 3600

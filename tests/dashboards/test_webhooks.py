@@ -21,7 +21,7 @@ from dashboards.webhooks import (
     verify_signature,
 )
 from mechanisms.errors import ConfigError
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
 
 pytestmark = pytest.mark.e2e
 
@@ -175,7 +175,7 @@ def test_failing_receiver_is_retried_then_dead_lettered_nothing_lost(
 
 
 def test_network_error_is_retried(redis_url: str, redis_client: Any) -> None:
-    from streams.services import free_port
+    from infra.services import free_port
 
     write_alert(redis_client, _alerts(1)[0])
 
@@ -194,7 +194,7 @@ def test_network_error_is_retried(redis_url: str, redis_client: Any) -> None:
 def test_dashboard_app_runs_its_webhooks(campus: Any, redis_url: str, redis_client: Any) -> None:
     from dash_support import Served
 
-    from streams.services import free_port
+    from infra.services import free_port
 
     port = free_port()
     d = WebhookDispatcher(redis_url, f"http://127.0.0.1:{port}/hook", SECRET, name="app",

@@ -13,7 +13,7 @@ from scipy import stats
 from mechanisms import noise
 from mechanisms.errors import InvalidParameterError
 
-# Statistical design (STYLE.md 12). False-alarm rate per test: ALPHA. Sample sizes are
+# Statistical design (docs/STYLE.md 12). False-alarm rate per test: ALPHA. Sample sizes are
 # chosen so that a scale 30 % off is rejected with power ≥ POWER; the chi-square test
 # below *computes* its power from the noncentral chi-square and asserts it.
 ALPHA = 1e-4

@@ -32,7 +32,7 @@ class RecordingRng(np.random.Generator):
 
 
 def _reference(counts: np.ndarray, cfg: pg.PegasusConfig, key: bytes) -> np.ndarray:
-    """Straightforward per-location PeGaSus per ALGORITHMS.md, drawing the same noise
+    """Straightforward per-location PeGaSus per docs/MECHANISMS.md, drawing the same noise
     (documented draw order: perturber, threshold noise, test noise per tick)."""
     n_t, n_l = counts.shape
     out = np.zeros((n_t, n_l))

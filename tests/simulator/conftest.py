@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from occupancy.oracle import OccupancyTable
 from simulator import Scenarios, Simulation, simulate
-from streams.oracle import OccupancyTable
 
 WEEK_SEED = 11
 MALFORMED_RATE = 0.002

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from mechanisms.errors import InvalidParameterError
+from occustream.cli import main as occustream
 from simulator import simulate, truth_path_for
 from simulator.cli import main as simulate_main
 from simulator.replay import file_records
-from streams.cli import main as occustream
 
 
 def _run(tmp: Path, name: str, *args: str) -> tuple[bytes, bytes]:
@@ -81,7 +81,7 @@ def test_bad_input_gives_one_line_and_exit_2(
 
 
 def test_help_explains() -> None:
-    out = subprocess.run([sys.executable, "-m", "streams.cli", "simulate", "--help"],
+    out = subprocess.run([sys.executable, "-m", "occustream.cli", "simulate", "--help"],
                          capture_output=True, text=True, check=True).stdout
     for word in ("--building", "--days", "--seed", "--out", "--kafka", "--speed", "overcapacity"):
         assert word in out

@@ -11,7 +11,7 @@ import tomllib
 import pytest
 import yaml
 
-from streams.buildings import REPO_ROOT
+from occupancy.buildings import REPO_ROOT
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"
 DOCKERFILE = REPO_ROOT / "Dockerfile"

@@ -107,7 +107,7 @@ async def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
 
 def test_replay_cli_sends_the_file(kafka_bootstrap: str, topic_prefix: str,
                                    tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from streams.cli import main as occustream
+    from occustream.cli import main as occustream
 
     path = tmp_path / "day.jsonl"
     assert occustream(["simulate", "--days", "0.02", "--start", "2026-01-07T10:00",

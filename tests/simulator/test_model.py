@@ -6,10 +6,10 @@ import collections
 
 import numpy as np
 
+from occupancy.oracle import DEFAULT_LATENESS_S, DEFAULT_MAX_FUTURE_S, OccupancyTable
+from occupancy.schema import EventClock, Invalid, Observation, validate
 from simulator import Simulation
 from simulator.events import MAX_DELAY_S
-from streams.oracle import DEFAULT_LATENESS_S, DEFAULT_MAX_FUTURE_S, OccupancyTable
-from streams.schema import EventClock, Invalid, Observation, validate
 
 DAY_S = 86_400
 

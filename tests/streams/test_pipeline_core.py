@@ -9,8 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
-from streams.buildings import load_site
-from streams.oracle import occupancy_oracle
+from occupancy.buildings import load_site
+from occupancy.oracle import occupancy_oracle
 from streams.pipeline.identity import TTLIdentity, pseudonymizer, ttl_step
 from streams.pipeline.occupancy import OccupancyState
 from streams.pipeline.presence import PartitionState, StageConfig, redact

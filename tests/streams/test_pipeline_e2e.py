@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 import redis
 
-from streams import redis_layout as rl
+from infra.services import create_topics
+from occupancy import redis_layout as rl
+from occupancy.oracle import occupancy_oracle
 from streams.app import pipeline_topics
-from streams.oracle import occupancy_oracle
-from streams.services import create_topics
 from streams.settings import load_settings
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +89,7 @@ class Run:
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         f = open(self.log_dir / f"{self.tag}-worker{len(self.procs)}.log", "ab")  # noqa: SIM115
-        p = subprocess.Popen([sys.executable, "-m", "streams.worker"], env=self.env,
+        p = subprocess.Popen([sys.executable, "-m", "occustream.worker"], env=self.env,
                              stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
         self.procs.append(p)
         return p
@@ -179,7 +179,7 @@ def true_table(run) -> dict[float, dict[str, int]]:
 
 def test_true_occupancy_equals_oracle_after_crash(crash_run, sim):
     site = crash_run.settings.site
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
 
     site = load_site(site)
     table = true_table(crash_run)
@@ -193,7 +193,7 @@ def test_true_occupancy_equals_oracle_after_crash(crash_run, sim):
 
 
 def test_every_release_exactly_once_in_redis(crash_run, redis_url):
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
 
     site = load_site(crash_run.settings.site)
     r = redis.Redis.from_url(redis_url)
@@ -287,7 +287,7 @@ def test_kcat_reads_released_and_alerts(crash_run):
 
 def test_two_workers_equal_one(crash_run, sim, kafka_bootstrap, redis_url, tmp_path_factory):
     """Two workers sharing the partitions: same true counts and same released values."""
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
 
     locs = [s["location"] for s in sim.truth["scenarios"]]
     locs += list(load_site("dbh").location_ids[:4])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from streams.buildings import load_site
+from occupancy.buildings import load_site
 from streams.pipeline.release import Releaser
 from streams.settings import load_settings
 
@@ -36,7 +36,7 @@ def _miss_rate(algorithm: str, over_by: float, alpha: float = 3.0) -> tuple[int,
                              "OCCUSTREAM_MIDE_BETA": str(BETA),
                              "OCCUSTREAM_MIDE_ALPHA": str(alpha),
                              "OCCUSTREAM_MIDE_HOURLY": "false"})
-    rel = Releaser(s, site)
+    rel = Releaser(s.release_config(), site)
     caps = np.asarray(site.capacities)
     counts = np.ceil(caps * s.capacity_factor + over_by).astype(int).tolist()
     misses = n = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.buildings import load_site
+from occupancy.buildings import load_site
 from streams.pipeline.release import Releaser
 from streams.settings import load_settings
 
@@ -13,7 +13,7 @@ def test_ttl_never_releases_the_true_counts() -> None:
     site = load_site("dbh")
     s = load_settings(env={**SECRET_ENV, "OCCUSTREAM_MECHANISMS": "laplace,ttl",
                            "OCCUSTREAM_MIDE": "false"})
-    rel = Releaser(s, site)
+    rel = Releaser(s.release_config(), site)
     counts = [7 + i % 5 for i in range(len(site.location_ids))]
     out, _ = rel.run(1_767_600_000.0, counts, [], {})
     assert [r.mechanism for r in out.releases] == ["laplace"]

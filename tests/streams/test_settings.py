@@ -80,7 +80,7 @@ def test_budget_refuses_overspending_configuration():
 
 
 def test_worker_cli_bad_input_exits_nonzero_with_one_line():
-    out = subprocess.run([sys.executable, "-m", "streams.cli", "worker", "--tick-s", "0"],
+    out = subprocess.run([sys.executable, "-m", "occustream.cli", "worker", "--tick-s", "0"],
                          capture_output=True, text=True, timeout=60,
                          env={"OCCUSTREAM_SECRET": "a-secret-of-enough-length", "PATH": ""})
     assert out.returncode == 2
@@ -88,16 +88,16 @@ def test_worker_cli_bad_input_exits_nonzero_with_one_line():
 
 
 def test_mide_parameters_that_deny_every_query_are_refused():
-    from streams.buildings import load_site
+    from occupancy.buildings import load_site
     from streams.pipeline.release import Releaser
 
     site = load_site("dbh")
     bad = load_settings(None, {**ENV, "OCCUSTREAM_MIDE_ALGORITHM": "ppwlm"})
     with pytest.raises(ConfigError, match="denied"):
-        Releaser(bad, site)
+        Releaser(bad.release_config(), site)
     ok = load_settings(None, {**ENV, "OCCUSTREAM_MIDE_ALGORITHM": "ppwlm",
                               "OCCUSTREAM_MIDE_ALPHA": "8"})
-    assert Releaser(ok, site).mechanisms
+    assert Releaser(ok.release_config(), site).mechanisms
 
 
 def test_day_budget_charges_hourly_mide_once_per_hour():
@@ -120,21 +120,23 @@ def test_hourly_mide_needs_a_tick_dividing_the_hour():
 
 
 def test_hpegasus_ledger_record_composes_levels_sequentially():
-    from streams.buildings import load_site
+    from mechanisms.hierarchical import tree_from_paths
+    from occupancy.buildings import load_site
     from streams.pipeline.release import Releaser
 
     site = load_site("dbh")
     s = load_settings(None, {**ENV, "OCCUSTREAM_MECHANISMS": "hpegasus",
                              "OCCUSTREAM_MIDE": "false"})
-    rel = Releaser(s, site)
+    rel = Releaser(s.release_config(), site)
     out, _ = rel.run(1_767_600_000.0, [3] * len(site.location_ids), [], {})
     (rec,) = out.ledger
-    h = rel.tree.height
+    tree = tree_from_paths(site.hierarchy())
+    h = tree.height
     assert h > 1
     assert rec["composition"] == "sequential"
     assert rec["parts"] == pytest.approx([s.hpegasus_epsilon / h] * h)
     assert sum(rec["parts"]) == pytest.approx(rec["epsilon"])
-    assert rec["n_locations"] == rel.tree.n_nodes > len(site.location_ids)
+    assert rec["n_locations"] == tree.n_nodes > len(site.location_ids)
 
 
 def test_public_settings_mask_url_credentials():

@@ -1,7 +1,7 @@
 """Sensitive pipeline state lives in the internal state store, never in the read model.
 
 Real embedded Kafka and Redis (conftest fixtures): the presence and occupancy stages of
-:class:`streams.app.Pipeline` run one simulated hour; afterwards the read model
+:class:`streams.runtime.pipeline.Pipeline` run one simulated hour; afterwards the read model
 (``redis_url``, db 0) holds released values only, and the state store (db 1 by default)
 holds the checkpoints (pseudonym trails, true partial counts, PeGaSus / hourly state).
 """
@@ -16,9 +16,10 @@ import pytest
 import redis
 from test_pipeline_e2e import read_topic
 
-from streams import redis_layout as rl
+from occupancy import redis_layout as rl
+from occupancy.buildings import load_site
+from readmodel.writer import PipelineSink
 from streams.app import Pipeline, pipeline_topics
-from streams.buildings import load_site
 from streams.settings import load_settings, next_db_url
 
 SECRET = "state-store-test-secret-0123456789"
@@ -46,7 +47,7 @@ def run_hour(s: Any) -> Pipeline:
     # a watermark marker far enough ahead finalises every tick of the hour
     from streams.pipeline.presence import marker
     recs.append((len(recs), marker(DAY0 + 3600 + s.validity_s + s.lateness_s + s.tick_s)))
-    pipe = Pipeline(s, site, app=None)
+    pipe = Pipeline(s, site, PipelineSink.for_settings, app=None)
 
     # read_topic runs its own event loop: drive ours step by step around it
     loop = asyncio.new_event_loop()
@@ -97,7 +98,7 @@ def test_expost_epsilon_only_in_state_store(redis_url: str, redis_client: Any,
                                             topic_prefix: str) -> None:
     import json
 
-    from streams.cache import write_expost
+    from streams.runtime.checkpoint import write_expost
 
     # a low threshold so that some location is over capacity and alerts are raised
     s = _settings(redis_url, kafka_bootstrap, topic_prefix, capacity_factor=0.05)

@@ -1,4 +1,4 @@
-"""PrivRelax / NoiseDown: distribution tests (ALGORITHMS.md, "Gradual release")."""
+"""PrivRelax / NoiseDown: distribution tests (docs/MECHANISMS.md, "Gradual release")."""
 
 import numpy as np
 import pytest

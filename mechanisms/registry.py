@@ -1,0 +1,371 @@
+"""The stream release mechanisms, by name: each states its own meaning once.
+
+A :class:`StreamMechanism` says what it is (``name``, ``description``), what it protects
+(``unit`` of privacy, ``guarantee``), what one release costs as a value the accountant
+understands (:meth:`~StreamMechanism.cost`, a :class:`Cost` holding a
+:class:`~mechanisms.accounting.Budget`), the public noise scale of each released value
+for error bars (:meth:`~StreamMechanism.noise_scale`), and how it runs as a state
+machine (``initialize`` / ``update``, state as bytes a checkpoint can keep — docs/STYLE.md
+habit 3). :data:`REGISTRY` maps names to their classes; :func:`build` makes a configured
+instance from :class:`ReleaseParams`.
+
+Every other layer — settings validation, the release stage, the read model's error
+bars, the dashboards, the research tools and the ledger — reads names and meanings
+from here and never branches on a mechanism's name itself (a hygiene test checks).
+In the spirit of OpenDP's ``Measurement`` (a function with its privacy map) and
+PipelineDP's ``request_budget``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from mechanisms import hierarchical, pegasus
+from mechanisms.accounting import UNIT_OF_PRIVACY, Budget
+from mechanisms.errors import InvalidParameterError, check_positive
+from mechanisms.laplace import laplace_release
+from mechanisms.pseudonym import TTL_GUARANTEE
+
+#: Inputs a mechanism may read per tick.
+COUNTS = "counts"          # the true occupancy counts (sensitive)
+TTL_COUNTS = "ttl_counts"  # counts of TTL-salt pseudonyms (the TTL chain)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one release (one tick, all locations) costs, for the accountant and ledger.
+
+    Attributes:
+        budget: (ε, δ) charged per release under the mechanism's unit of privacy.
+        composition: how the release composes over its parts (``"parallel"``: one value
+            per disjoint location; ``"sequential"``: ``parts`` add up).
+        parts: ε of the parts (e.g. per tree level), recorded in the ledger.
+        n_values: number of values released.
+        sampler: the sampler of the values that leave the system.
+        guarantee: the guarantee shipped, in words.
+        note: free text for the ledger.
+    """
+
+    budget: Budget
+    composition: str = "parallel"
+    parts: tuple[float, ...] = ()
+    n_values: int | None = None
+    sampler: str = "discrete-laplace (exact)"
+    guarantee: str = "pure ε-DP"
+    note: str = ""
+
+    @property
+    def epsilon(self) -> float:
+        """ε of the release."""
+        return self.budget.epsilon
+
+
+@dataclass(frozen=True)
+class ReleaseParams:
+    """Public configuration a mechanism is built from.
+
+    Attributes:
+        epsilon: ε per release (per tick) for DP mechanisms.
+        smoother: PeGaSus smoother (``average``, ``median``, ``js``).
+        paths: the site's hierarchy (building, floor, location) per location, for
+            hierarchical mechanisms.
+        ttl_s: salt lifetime of the TTL chain.
+    """
+
+    epsilon: float = 1.0
+    smoother: str = "average"
+    paths: tuple[tuple[str, ...], ...] = ()
+    ttl_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One release: the values per location, extra named nodes, the new state."""
+
+    values: np.ndarray
+    state: bytes | None
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+
+class StreamMechanism(Protocol):
+    """A stream release mechanism as the rest of the product sees it."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    reads: ClassVar[str]
+    unit: ClassVar[str]
+    noise_note: ClassVar[str]
+
+    def cost(self, n_locations: int) -> Cost:
+        """What one release over ``n_locations`` costs (data independent)."""
+
+    def noise_scale(self) -> float | None:
+        """Public Laplace scale of each released value's noise, or None (no noise model)."""
+
+    def meta(self) -> dict[str, Any]:
+        """Public parameters for the read model (``occ:{mech}:meta``)."""
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        """Release one tick (``state`` None: the first tick)."""
+
+
+class _Base:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    reads: ClassVar[str] = COUNTS
+    unit: ClassVar[str] = UNIT_OF_PRIVACY
+    noise_note: ClassVar[str] = "Laplace noise"
+
+    def __init__(self, params: ReleaseParams) -> None:
+        self.params = params
+
+    def meta(self) -> dict[str, Any]:
+        scale = self.noise_scale()
+        cost = self.cost(1)
+        m: dict[str, Any] = {"mechanism": self.name, "unit": self.unit,
+                             "epsilon": cost.epsilon, "guarantee": cost.guarantee,
+                             "noise_note": self.noise_note}
+        if scale is not None:
+            m.update(noise="discrete Laplace", noise_scale=scale)
+        return m
+
+
+class LaplaceStream(_Base):
+    """Discrete Laplace per (tick, location): Δ = 1, scale 1/ε (parallel over locations)."""
+
+    name = "laplace"
+    description = "discrete Laplace per (tick, location)"
+
+    def cost(self, n_locations: int) -> Cost:
+        return Cost(Budget(self.params.epsilon), n_values=n_locations)
+
+    def noise_scale(self) -> float | None:
+        return 1.0 / self.params.epsilon
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        return Step(np.asarray(laplace_release(counts, self.params.epsilon, rng=rng),
+                               dtype=float), None)
+
+
+class PegasusStream(_Base):
+    """PeGaSus (Chen et al. CCS 2017) flat over locations: ε_p + ε_g per tick, parallel."""
+
+    name = "pegasus"
+    description = "PeGaSus, flat over locations"
+    noise_note = "perturber noise only (smoothing not bounded)"
+
+    @property
+    def config(self) -> pegasus.PegasusConfig:
+        return pegasus.PegasusConfig(self.params.epsilon, smoother=self.params.smoother)
+
+    def cost(self, n_locations: int) -> Cost:
+        c = self.config
+        return Cost(Budget(c.spent_epsilon), n_values=n_locations,
+                    note=f"perturber {c.epsilon_p:g} + grouper {c.epsilon_g:g}")
+
+    def noise_scale(self) -> float | None:
+        return 1.0 / self.config.epsilon_p
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "smoother": self.params.smoother,
+                "perturb_share": self.config.perturb_share}
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        cfg = self.config
+        st = (pegasus.PegasusState.from_bytes(state) if state
+              else pegasus.initialize(len(counts), cfg))
+        st, vals = pegasus.update(st, counts, cfg, rng=rng)
+        return Step(np.asarray(vals, dtype=float), st.to_bytes())
+
+
+class HierarchicalPegasusStream(_Base):
+    """PeGaSus over the building → floor → location tree (PeGaSus Algorithm 4).
+
+    Every tree level runs PeGaSus at ε/h and a device is in one node of *each* level, so
+    the h levels compose sequentially (the ledger's parts); nodes within a level are
+    disjoint (parallel).
+    """
+
+    name = "hpegasus"
+    description = "PeGaSus, hierarchical building → floor → location"
+    noise_note = "perturber noise only (smoothing not bounded)"
+
+    def __init__(self, params: ReleaseParams) -> None:
+        super().__init__(params)
+        if not params.paths:
+            raise InvalidParameterError("hpegasus needs the site's hierarchy (paths), not ()")
+        self.tree = hierarchical.tree_from_paths(params.paths)
+
+    @property
+    def config(self) -> hierarchical.HierarchicalConfig:
+        return hierarchical.HierarchicalConfig(self.params.epsilon, smoother=self.params.smoother)
+
+    def cost(self, n_locations: int) -> Cost:
+        cfg, h = self.config, self.tree.height
+        level = cfg.level_config(h).epsilon
+        parts = ((cfg.prune_epsilon,) if cfg.prune_epsilon else ()) + (level,) * h
+        return Cost(Budget(self.params.epsilon), composition="sequential", parts=parts,
+                    n_values=self.tree.n_nodes,
+                    note=f"{h} tree levels composed sequentially at {level:g} each; "
+                         "nodes within a level in parallel")
+
+    def noise_scale(self) -> float | None:
+        cfg = self.config
+        return 1.0 / cfg.level_config(self.tree.height).epsilon_p
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "smoother": self.params.smoother,
+                "perturb_share": self.config.perturb_share, "levels": self.tree.height}
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        cfg, tree = self.config, self.tree
+        st = (hierarchical.HierarchicalState.from_bytes(state) if state
+              else hierarchical.initialize(tree, cfg))
+        st, vals = hierarchical.update(st, counts, tree, cfg, rng=rng)
+        v = np.asarray(vals, dtype=float)
+        n = len(counts)  # leaves are nodes 0..n-1 (tree_from_paths), aggregates follow
+        extra = {str(tree.names[i]): float(v[i]) for i in range(n, tree.n_nodes)}
+        return Step(v[:n], st.to_bytes(), extra)
+
+
+class TtlCounts(_Base):
+    """Counts of TTL-salt pseudonyms (thesis §4.2.2): no noise, **no formal guarantee**."""
+
+    name = "ttl"
+    description = "TTL-salt pseudonym counts (no formal guarantee)"
+    reads = TTL_COUNTS
+    unit = "none"
+    noise_note = "no formal guarantee"
+
+    def cost(self, n_locations: int) -> Cost:
+        return Cost(Budget(0.0), n_values=n_locations, sampler="none",
+                    guarantee=TTL_GUARANTEE, note=f"ttl_s={self.params.ttl_s:g}")
+
+    def noise_scale(self) -> float | None:
+        return None
+
+    def meta(self) -> dict[str, Any]:
+        return {"mechanism": self.name, "unit": self.unit,
+                "guarantee": "none (no formal guarantee)", "ttl_s": self.params.ttl_s,
+                "epsilon": 0, "noise_note": self.noise_note}
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        return Step(np.asarray(counts, dtype=float), None)
+
+
+#: name → mechanism class.
+REGISTRY: dict[str, type[_Base]] = {
+    cls.name: cls for cls in (LaplaceStream, PegasusStream, HierarchicalPegasusStream, TtlCounts)
+}
+
+#: Release mechanisms the pipeline knows (name → what it is).
+MECHANISMS: dict[str, str] = {name: cls.description for name, cls in REGISTRY.items()}
+
+
+def build(name: str, params: ReleaseParams) -> StreamMechanism:
+    """A configured mechanism by name.
+
+    Raises:
+        InvalidParameterError: unknown name, or a DP mechanism without a positive ε.
+    """
+    cls = REGISTRY.get(name)
+    if cls is None:
+        raise InvalidParameterError(f"mechanism must be one of {sorted(REGISTRY)}, not {name!r}")
+    if cls.reads == COUNTS:
+        check_positive(f"{name} epsilon", params.epsilon)
+    return cls(params)  # type: ignore[return-value]
+
+
+def has_guarantee(name: str) -> bool:
+    """Whether a mechanism ships a formal DP guarantee (False for the TTL chain)."""
+    cls = REGISTRY.get(name)
+    return cls is not None and cls.reads == COUNTS
+
+
+def lookup(name: str) -> type[_Base] | None:
+    """The class of a mechanism name or of a variant of it (``ttl-900`` → the TTL chain)."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    matches = [n for n in REGISTRY if name.startswith(n)]
+    return REGISTRY[max(matches, key=len)] if matches else None
+
+
+def without_guarantee(name: str) -> bool:
+    """Whether a (variant) name is a release with no formal guarantee (the TTL chain)."""
+    cls = lookup(name)
+    return cls is not None and cls.reads != COUNTS
+
+
+def display_order(name: str) -> tuple[int, str]:
+    """Sort key: registry order first, unknown names after, by name."""
+    names = list(REGISTRY)
+    return (names.index(name) if name in names else len(names), name)
+
+
+def noise_scale_from_meta(meta: Mapping[str, Any], default_levels: float = 3.0
+                          ) -> tuple[float | None, str]:
+    """Public per-value noise scale from a mechanism's published parameters.
+
+    Current workers publish ``noise_scale`` and ``noise_note``; for parameters written
+    by older versions (no ``noise_scale``) the mechanism class rebuilds the scale from
+    the published ε, split and levels.
+
+    Returns:
+        (scale or None, note); None when no formal noise model applies.
+    """
+    explicit = _positive(meta, "noise_scale", "scale")
+    note = str(meta.get("noise_note") or "")
+    if explicit is not None:
+        return explicit, note or "Laplace noise"
+    name = str(meta.get("kind") or meta.get("mechanism") or "").lower()
+    cls = lookup(name)
+    if cls is not None and cls.reads != COUNTS or (
+            str(meta.get("guarantee", "")).lower().startswith("no")):
+        return None, TtlCounts.noise_note
+    sens = _positive(meta, "sensitivity") or 1.0
+    eps = _positive(meta, "epsilon", "eps")
+    if cls in (PegasusStream, HierarchicalPegasusStream):
+        levels = ((_positive(meta, "levels", "h") or default_levels)
+                  if cls is HierarchicalPegasusStream else 1.0)
+        eps_p = _positive(meta, "epsilon_p", "eps_p")
+        share = _positive(meta, "perturb_share") or pegasus.PegasusConfig.perturb_share
+        if eps_p is None and eps is not None:
+            eps_p = eps * share / levels
+        if eps_p is None:
+            return None, "ε not published"
+        return sens / eps_p, cls.noise_note
+    if eps is None:
+        return None, "ε not published"
+    return sens / eps, "Laplace noise"
+
+
+def _positive(meta: Mapping[str, Any], *keys: str) -> float | None:
+    for key in keys:
+        v = meta.get(key)
+        if v is None or isinstance(v, bool):
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f) and f > 0:
+            return f
+    return None
+
+
+Factory = Callable[[ReleaseParams], StreamMechanism]
+__all__: Sequence[str] = [
+    "COUNTS", "MECHANISMS", "REGISTRY", "TTL_COUNTS", "Cost", "Factory", "ReleaseParams",
+    "Step", "StreamMechanism", "build", "display_order", "has_guarantee", "lookup",
+    "noise_scale_from_meta", "without_guarantee",
+]

@@ -1,0 +1,119 @@
+"""The Redis read model's key names (docs/DESIGN.md "Redis read model") — one place for all.
+
+Writers (the pipeline's cache agent) and readers (dashboards, subscribers, tools)
+build every key through these functions, so the layout cannot drift apart.
+
+Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasus``, ``ttl``):
+
+* ``occ:{mech}:latest`` — hash, location → JSON ``{"tick": t, "value": v}``
+* ``occ:{mech}:series:{location}`` — sorted set, score = tick, member = JSON
+  ``{"tick": t, "value": v}`` (capped to the retention)
+* ``occ:{mech}:ticks`` — sorted set of the ticks fully written (score = member = tick)
+* ``occ:{mech}:meta`` — hash of *public* parameters (epsilon, unit, smoother, …) from
+  which dashboards derive uncertainty intervals
+* ``baseline:{mech}`` — hash, ``{location}|{slot}`` → JSON ``{"mu", "sigma", "n"}``:
+  per time-of-day slot, from released history only (post-processing, no budget)
+* ``alerts`` — stream (capped), field ``data`` = the alert JSON; the same JSON is
+  published on the pub/sub channel ``alerts``
+* ``occ:updates`` — pub/sub channel, JSON ``{"mech", "tick"}`` once a tick is written
+* ``ledger:releases`` — stream (internal), field ``data`` = a ledger record JSON
+* ``ledger:spent:{day}`` — hash (internal), ``{mech}`` → ε spent that day
+* ``ledger:expost`` — stream in the *state store* (``state_redis_url``), never the read
+  model: MIDE's per-predicate ex-post ε, field ``data`` = a PredicateEntry JSON
+* ``hist:{day}:{algorithm}`` — string, JSON of a day's DP histogram release
+  (``occustream histogram release``; noisy values and public parameters only)
+* ``eval:true:…`` — true counts, only in explicit evaluation mode (never by default)
+* ``alerts:acks`` — hash, alert stream id → JSON ``{"ts", "role"}`` (acknowledgements)
+* ``webhook:{name}:cursor`` — string, last ``alerts`` stream id handled for a webhook
+* ``webhook:{name}:dlq`` — list of JSON dead letters (alert, idempotency key, error)
+"""
+
+from __future__ import annotations
+
+ALERTS_STREAM = "alerts"
+ALERTS_CHANNEL = "alerts"
+UPDATES_CHANNEL = "occ:updates"
+LEDGER_STREAM = "ledger:releases"
+EXPOST_STREAM = "ledger:expost"
+EVAL_PREFIX = "eval:true"
+ALERTS_ACKS = "alerts:acks"
+
+
+def latest(mech: str) -> str:
+    """Hash of the latest released value per location."""
+    return f"occ:{mech}:latest"
+
+
+def series(mech: str, location: str) -> str:
+    """Sorted set of a location's released values by tick."""
+    return f"occ:{mech}:series:{location}"
+
+
+def ticks(mech: str) -> str:
+    """Sorted set of the ticks fully written for a mechanism."""
+    return f"occ:{mech}:ticks"
+
+
+def meta(mech: str) -> str:
+    """Hash of a mechanism's public parameters."""
+    return f"occ:{mech}:meta"
+
+
+def baseline(mech: str) -> str:
+    """Hash of heatmap baselines per (location, time-of-day slot)."""
+    return f"baseline:{mech}"
+
+
+def baseline_field(location: str, slot: int) -> str:
+    """Field of :func:`baseline` for one (location, slot)."""
+    return f"{location}|{slot}"
+
+
+def ledger_spent(day: str) -> str:
+    """Hash of ε spent per mechanism on ``day`` (YYYY-MM-DD, UTC)."""
+    return f"ledger:spent:{day}"
+
+
+def histogram(day: str, algorithm: str) -> str:
+    """A day's DP histogram release (JSON) for one algorithm."""
+    return f"hist:{day}:{algorithm}"
+
+
+def eval_true(location: str) -> str:
+    """Sorted set of true counts (evaluation mode only)."""
+    return f"{EVAL_PREFIX}:series:{location}"
+
+
+def webhook_cursor(name: str) -> str:
+    """Last ``alerts`` stream id a webhook subscriber has delivered or dead-lettered."""
+    return f"webhook:{name}:cursor"
+
+
+def webhook_dlq(name: str) -> str:
+    """List of alerts a webhook subscriber gave up on (dead letters)."""
+    return f"webhook:{name}:dlq"
+
+
+def state_key(app_id: str, stage: str, partition: int) -> str:
+    """Pipeline stage checkpoint (state store only): state + input offset, bytes."""
+    return f"state:{app_id}:{stage}:{partition}"
+
+
+def dlq_counts(app_id: str) -> str:
+    """Hash (internal) ``p{partition}:{reason}`` → DLQ count (absolute, replay-safe)."""
+    return f"dlq:{app_id}:counts"
+
+
+def health(app_id: str) -> str:
+    """Hash (internal) worker id → JSON health/lag line."""
+    return f"health:{app_id}"
+
+
+def release_done(mech: str) -> str:
+    """Sorted set (internal; score = tick, retention-trimmed) of ticks applied (idempotence)."""
+    return f"occ:{mech}:done"
+
+
+def slot_of(tick: float, tick_s: float) -> int:
+    """Time-of-day slot of a tick (0 .. 86400/tick_s − 1)."""
+    return int((tick % 86400) // tick_s)

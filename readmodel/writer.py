@@ -1,0 +1,299 @@
+"""The cache writer: fills the Redis read model (occupancy/redis_layout.py) per final tick.
+
+Redis is the read model; Kafka is the log of record. Writes are idempotent so a replay
+after a crash changes nothing: per (mechanism, tick) the values are the same (replay-safe
+noise), hash/sorted-set writes of equal members are no-ops, and the non-idempotent parts
+(ledger entries, ε spent, baseline accumulation, alert stream entries) run in one
+MULTI/EXEC transaction together with adding the tick to ``occ:{mech}:done``, and are
+skipped when the tick is already there. ``occ:{mech}:done`` is a sorted set (score =
+tick) trimmed to the series retention like ``occ:{mech}:ticks``: a replay reaches back
+only to the last checkpoint, far less than the retention, so older flags are not needed.
+
+Only released values, public parameters, alerts without ex-post ε and the internal
+ledger are written. True counts go to ``eval:true:*`` only in evaluation mode.
+
+MIDE's per-predicate ex-post ε is not written here: it goes to the pipeline's internal
+state store only (:func:`streams.runtime.checkpoint.write_expost`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from occupancy import redis_layout as rl
+from streams.pipeline.release import TickOutput
+
+log = logging.getLogger(__name__)
+
+ALERTS_MAXLEN = 10000
+TRIM_EVERY_TICKS = 12
+LEDGER_MAXLEN = 1_000_000
+
+
+def _tick_json(tick: float) -> int | float:
+    return int(tick) if float(tick).is_integer() else float(tick)
+
+
+def _day(tick: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(tick))
+
+
+def _day_index(tick: float) -> int:
+    """UTC day of a tick as days since the epoch (the day :func:`rl.slot_of` is within)."""
+    return int(tick // 86400)
+
+
+class CacheWriter:
+    """Writes released ticks to Redis (``redis.asyncio`` client)."""
+
+    def __init__(self, client: Any, locations: Sequence[str], *, tick_s: float,
+                 retention_ticks: int, eval_mode: bool = False) -> None:
+        self.r = client
+        self.locations = list(locations)
+        self.tick_s = tick_s
+        self.retention_s = retention_ticks * tick_s
+        self.eval_mode = eval_mode
+        self._done_checked: set[str] = set()
+
+    async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
+        """Publish each mechanism's public parameters (``occ:{mech}:meta``)."""
+        pipe = self.r.pipeline(transaction=False)
+        for mech, meta in metas.items():
+            pipe.hset(rl.meta(mech), mapping={k: json.dumps(v) for k, v in meta.items()})
+        await pipe.execute()
+
+    async def done(self, out: TickOutput) -> bool:
+        """Whether every release of this tick was already written (a replay)."""
+        tj = _tick_json(out.tick)
+        mechs = sorted({rel.mechanism for rel in out.releases}
+                       | {r["mechanism"] for r in out.ledger})
+        pipe = self.r.pipeline(transaction=False)
+        for m in mechs:
+            pipe.zscore(rl.release_done(m), str(tj))
+        return bool(mechs) and all(v is not None for v in await pipe.execute())
+
+    async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
+        """Write one final tick: releases, baselines, ledger, alerts (idempotent).
+
+        The ``occ:{mech}:done`` flags and the baselines are read under WATCH, so two
+        writers of the same tick (e.g. overlapping owners during a rebalance) cannot
+        both see "not done" and charge the ledger twice: the second transaction aborts
+        and retries, and then finds the tick done.
+        """
+        from redis.exceptions import WatchError
+
+        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
+        await self._migrate_done(ledger_mechs)
+        watched = ([rl.release_done(m) for m in ledger_mechs]
+                   + sorted({rl.baseline(rel.mechanism) for rel in out.releases}))
+        async with self.r.pipeline(transaction=True) as tx:
+            while True:
+                await tx.watch(*watched)
+                try:
+                    await self._write_tick(tx, out, ledger_mechs, true_counts)
+                    return
+                except WatchError:
+                    log.info("tick %s: concurrent cache write; retrying", out.tick)
+
+    async def _write_tick(self, tx: Any, out: TickOutput, ledger_mechs: Sequence[str],
+                          true_counts: Sequence[int] | None) -> None:
+        tick = out.tick
+        tj = _tick_json(tick)
+        slot = rl.slot_of(tick, self.tick_s)
+        day = _day(tick)
+        mechs = [rel.mechanism for rel in out.releases]
+        # reads on another connection in one round trip: WATCH (on tx's connection) is
+        # already set, so any change after it aborts the transaction
+        pipe = self.r.pipeline(transaction=False)
+        for m in ledger_mechs:
+            pipe.zscore(rl.release_done(m), str(tj))
+        # baselines need the current accumulators of the slot
+        for rel in out.releases:
+            pipe.hmget(rl.baseline(rel.mechanism),
+                       [rl.baseline_field(loc, slot) for loc in self.locations])
+        got = await pipe.execute()
+        done = {m: v is not None
+                for m, v in zip(ledger_mechs, got[:len(ledger_mechs)], strict=True)}
+        current = got[len(ledger_mechs):]
+
+        tx.multi()
+        trim = slot % TRIM_EVERY_TICKS == 0  # trimming every tick doubles the commands
+        for rel, cur in zip(out.releases, current, strict=True):
+            mech = rel.mechanism
+            latest: dict[str, str] = {}
+            for loc, v in zip(self.locations, rel.values, strict=False):
+                doc = json.dumps({"tick": tj, "value": v})
+                latest[loc] = doc
+                key = rl.series(mech, loc)
+                tx.zadd(key, {doc: tick})
+                if trim:
+                    tx.zremrangebyscore(key, "-inf", f"({tick - self.retention_s}")
+            tx.hset(rl.latest(mech), mapping=latest)
+            tx.zadd(rl.ticks(mech), {str(tj): tick})
+            tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")
+            if not done[mech]:
+                tx.zadd(rl.release_done(mech), {str(tj): tick})
+                tx.hset(rl.baseline(mech), mapping=_baseline_update(
+                    self.locations, slot, _day_index(tick), rel.values, cur))
+        for rec in out.ledger:
+            mech = rec["mechanism"]
+            if done.get(mech, False):
+                continue
+            if mech.startswith("mide-"):
+                tx.zadd(rl.release_done(mech), {str(tj): tick})
+            tx.xadd(rl.LEDGER_STREAM, {"data": json.dumps(rec)}, maxlen=LEDGER_MAXLEN,
+                    approximate=True)
+            tx.hincrbyfloat(rl.ledger_spent(day), mech, float(rec["epsilon"]))
+        if not done["mide"] and any(r["mechanism"] == "mide" for r in out.ledger):
+            tx.zadd(rl.release_done("mide"), {str(tj): tick})
+            for alert in out.alerts:
+                data = json.dumps({**alert, "tick": tj})
+                tx.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN,
+                        approximate=True)
+                tx.publish(rl.ALERTS_CHANNEL, data)
+        if self.eval_mode and true_counts is not None:
+            for loc, v in zip(self.locations, true_counts, strict=False):
+                tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
+        for m in ledger_mechs:
+            tx.zremrangebyscore(rl.release_done(m), "-inf", f"({tick - self.retention_s}")
+        for mech in mechs:
+            tx.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": tj}))
+        await tx.execute()
+
+    async def _migrate_done(self, mechs: Sequence[str]) -> None:
+        """Convert ``occ:{mech}:done`` sets of older versions to sorted sets (once each)."""
+        for m in mechs:
+            if m in self._done_checked:
+                continue
+            key = rl.release_done(m)
+            if await self.r.type(key) in (b"set", "set"):
+                members = await self.r.smembers(key)
+                tmp = f"{key}:migrating"
+                tx = self.r.pipeline(transaction=True)
+                tx.delete(tmp)
+                if members:
+                    tx.zadd(tmp, {mb: float(mb) for mb in members})
+                    tx.rename(tmp, key)
+                else:
+                    tx.delete(key)
+                await tx.execute()
+                log.info("%s: converted to a sorted set (%d ticks)", key, len(members))
+            self._done_checked.add(m)
+
+    async def write_dlq_counts(self, app_id: str, partition: int,
+                               counts: Mapping[str, int]) -> None:
+        """Absolute DLQ counters of one partition (replay-safe)."""
+        if counts:
+            await self.r.hset(rl.dlq_counts(app_id),
+                              mapping={f"p{partition}:{k}": v for k, v in counts.items()})
+
+
+def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],
+                     current: Sequence[bytes | str | None]) -> dict[str, str]:
+    """New baseline documents per (location, slot) after the value released on ``day``.
+
+    docs/DESIGN.md "Heatmap colour": μ, σ are that location's released occupancy at that
+    time of day in *past* days, so today's value must not colour today's cell. Each
+    document keeps the running sums ``n, s1, s2`` of completed days and the ``pending``
+    value of the latest day (``day``, days since the epoch, UTC). A value is folded into
+    the sums only when a value of a later day arrives for the same slot; ``mu``,
+    ``sigma`` and ``n`` (what dashboards read) come from completed days only
+    (``mu``/``sigma`` null until one day is complete). A slot occurs once per day, so a
+    re-delivered value of the same day replaces the pending one: the update is
+    idempotent on its own, besides the ``occ:{mech}:done`` guard of the caller.
+    Post-processing of released values only (no budget); O(1) per update.
+    """
+    out = {}
+    for loc, v, cur in zip(locations, values, current, strict=False):
+        n, s1, s2 = 0, 0.0, 0.0
+        pend_day: int | None = None
+        pend = 0.0
+        if cur:
+            try:
+                d = json.loads(cur)
+                n, s1, s2 = int(d["n"]), float(d["s1"]), float(d["s2"])
+                if d.get("day") is not None:
+                    pend_day, pend = int(d["day"]), float(d["pending"])
+            except (ValueError, KeyError, TypeError):
+                n, s1, s2, pend_day = 0, 0.0, 0.0, None
+        v = float(v)
+        if pend_day is not None and pend_day > day:
+            # a late value of an earlier day: it is already past, fold it directly
+            n, s1, s2 = n + 1, s1 + v, s2 + v * v
+        else:
+            if pend_day is not None and pend_day < day:
+                n, s1, s2 = n + 1, s1 + pend, s2 + pend * pend
+            pend_day, pend = day, v
+        mu = s1 / n if n else None
+        sigma = max(s2 / n - mu * mu, 0.0) ** 0.5 if mu is not None else None
+        out[rl.baseline_field(loc, slot)] = json.dumps(
+            {"mu": mu, "sigma": sigma, "n": n, "s1": s1, "s2": s2,
+             "day": pend_day, "pending": pend})
+    return out
+
+
+class PipelineSink:
+    """The read-model side of one pipeline worker (:class:`streams.runtime.ports.ReadModelSink`).
+
+    Owns the worker's Redis client of the read model (created lazily in the running
+    event loop) and its :class:`CacheWriter`; the worker's composition root
+    (:mod:`occustream.worker`) hands it to the runtime, which never imports this layer.
+    """
+
+    def __init__(self, redis_url: str, locations: Sequence[str], *, tick_s: float,
+                 retention_ticks: int, eval_mode: bool = False) -> None:
+        self.redis_url = redis_url
+        self._args = (list(locations), tick_s, retention_ticks, eval_mode)
+        self._client: Any = None
+        self._writer: CacheWriter | None = None
+
+    @classmethod
+    def for_settings(cls, settings: Any, site: Any) -> PipelineSink:
+        """A sink for a worker's settings (``redis_url``, ``tick_s``, retention, eval mode)."""
+        return cls(settings.redis_url, site.location_ids, tick_s=settings.tick_s,
+                   retention_ticks=settings.retention_ticks, eval_mode=settings.eval_mode)
+
+    async def writer(self) -> CacheWriter:
+        """The cache writer (connects on first use)."""
+        if self._writer is None:
+            import redis.asyncio as aredis
+
+            locations, tick_s, retention_ticks, eval_mode = self._args
+            self._client = aredis.Redis.from_url(
+                self.redis_url, socket_connect_timeout=30, socket_timeout=60,
+                health_check_interval=30)
+            self._writer = CacheWriter(self._client, locations, tick_s=tick_s,
+                                       retention_ticks=retention_ticks, eval_mode=eval_mode)
+        return self._writer
+
+    async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
+        """See :meth:`CacheWriter.write_meta`."""
+        await (await self.writer()).write_meta(metas)
+
+    async def done(self, out: TickOutput) -> bool:
+        """See :meth:`CacheWriter.done`."""
+        return await (await self.writer()).done(out)
+
+    async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
+        """See :meth:`CacheWriter.write_tick`."""
+        await (await self.writer()).write_tick(out, true_counts)
+
+    async def write_dlq_counts(self, app_id: str, partition: int,
+                               counts: Mapping[str, int]) -> None:
+        """See :meth:`CacheWriter.write_dlq_counts`."""
+        await (await self.writer()).write_dlq_counts(app_id, partition, counts)
+
+    async def write_health(self, app_id: str, worker: str, health: Mapping[str, Any]) -> None:
+        """One worker's health line (``health:{app_id}``)."""
+        w = await self.writer()
+        await w.r.hset(rl.health(app_id), worker, json.dumps(health, default=str))
+
+    async def aclose(self) -> None:
+        """Close the Redis client."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client, self._writer = None, None

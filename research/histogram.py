@@ -1,0 +1,646 @@
+"""``occustream histogram release | evaluate`` — DP histogram release and evaluation.
+
+``release``: a day's occupancy cube (location × 5-minute slot) from a file — ``.npy``,
+``.csv`` (rows = locations, columns = slots) or the simulator's JSONL events (turned
+into counts by :func:`occupancy.oracle.occupancy_oracle`, THE definition of occupancy) —
+is released with a SORTaki Table II configuration, the kd-tree or the cell-based
+algorithm and budget ε. The output (a JSON file, and with ``--redis-url`` the key
+``hist:{day}:{algorithm}``) holds only the noisy histogram and public parameters; the
+spend goes to the ledger (``ledger:releases`` stream, ``ledger:spent:{day}``).
+
+Unit of privacy: one device in one slot (event level, count sensitivity 1). A device
+present all day appears in every slot, so the per-device-day loss under sequential
+composition is ``ε × slots``; the ledger record states both.
+
+``evaluate``: DPBench-style comparison (SORTaki §VI) on the DPBench files (read from
+``--data-dir``, ``$OCCUSTREAM_DPBENCH`` or ``<repo>/../shared/data/dpbench``; never
+copied) or on any 1-D ``.npy``/``.csv`` or occupancy cube file: tables like SORTaki
+Tables III–IX (error × error scale, best per column in bold) and PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import logging
+import math
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mechanisms.errors import (
+    ConfigError,
+    InvalidParameterError,
+    check_positive,
+    check_probability,
+)
+from mechanisms.histograms import TABLE_II, parse_config, run_config
+from mechanisms.histograms import evaluation as ev
+from mechanisms.histograms.kdtree import (
+    cell_based_release,
+    kd_tree_release,
+    usefulness_accuracy,
+)
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+MULTI_D = ("kdtree", "cell")
+ALGORITHMS = TABLE_II + MULTI_D
+SLOT_S = 300.0
+
+#: DPBench data set names → files (README of the DPBench data folder)
+DPBENCH_1D = {
+    "NETTRACE": "1D/NETTRACE.n4096.npy",
+    "ADULT": "1D/ADULTFRANK.n4096.npy",
+    "HEPTH": "1D/HEPTH.n4096.npy",
+    "MEDCOST": "1D/MEDCOST.n4096.npy",
+    "SEARCHLOGS": "1D/SEARCHLOGS.n4096.npy",
+    "INCOME": "1D/INCOME.n4096.npy",
+    "PATENT": "1D/PATENT.n4096.npy",
+    "BIDS": "1D/bids.npy",
+    "BIDS-FJ": "1D/bids_j.npy",
+    "BIDS-FM": "1D/bids_m.npy",
+    "MDSALARY": "1D/GrossCompenMDSalary1.npy",
+    "MDSALARY-FA": "1D/GrossCompenMDSalary2_filtered.npy",
+    "LC-REQ-ALL": "1D/RejectStats_0_4096_no_outliers.npy",
+    "LC-DTIR-ALL": "1D/RejectStats_4_4096_no_outliers.npy",
+}
+DPBENCH_2D = {
+    "SF-CABS-E": "2D/cabspottingE_256_256.npy",
+    "SF-CABS-S": "2D/cabspottingS_256_256.npy",
+    "GOWALLA": "2D/checkin_256_256.npy",
+    "BJ-CABS-E": "2D/BeijingTaxiE_256_256.npy",
+    "BJ-CABS-S": "2D/BeijingTaxiS_256_256.npy",
+    "ADULT-2D": "2D/Adult_2D_256_256.npy",
+    "MDSALARY-2D": "2D/MDSalary2D_256_256.npy",
+    "LC-2D": "2D/Loan_2D_256_256.npy",
+    "STROKE": "2D/Stroke_2D_256_256.npy",
+    "TWITTER": "2D/twitter_256_256.npy",
+}
+#: the 1-D files of issue 7's error tables
+ISSUE_1D = ("NETTRACE", "ADULT", "HEPTH", "MEDCOST", "SEARCHLOGS", "INCOME", "BIDS", "MDSALARY")
+
+
+# --- data -----------------------------------------------------------------------------
+
+
+def dpbench_dir(explicit: str | Path | None = None) -> Path | None:
+    """The DPBench folder: ``explicit``, ``$OCCUSTREAM_DPBENCH``, or ``<repo>/../shared/...``.
+
+    Returns None when no candidate exists (callers then use generated shapes or fail).
+    """
+    if explicit and not Path(explicit).is_dir():
+        raise ConfigError(f"--data-dir {explicit} is not a folder")
+    for cand in (
+        explicit,
+        os.environ.get("OCCUSTREAM_DPBENCH"),
+        REPO.parent / "shared" / "data" / "dpbench",
+    ):
+        if cand and Path(cand).is_dir():
+            return Path(cand)
+    return None
+
+
+def _read_csv(path: Path) -> np.ndarray:
+    with path.open(newline="") as f:
+        rows = [r for r in csv.reader(f) if r and not r[0].startswith("#")]
+    try:
+        arr = np.array([[float(c) for c in r] for r in rows], dtype=np.float64)
+    except ValueError:  # a header row or a label column
+        try:
+            arr = np.array([[float(c) for c in r[1:]] for r in rows[1:]], dtype=np.float64)
+        except ValueError:
+            raise InvalidParameterError(
+                f"{path}: CSV must hold numbers (optionally with one "
+                "header row and one label column)"
+            ) from None
+    return arr[0] if arr.shape[0] == 1 else arr
+
+
+def load_array(path: str | Path) -> np.ndarray:
+    """A histogram or cube from ``.npy`` or ``.csv``; non-negative finite numbers."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidParameterError(f"input file {str(p)!r} does not exist")
+    if p.suffix == ".npy":
+        arr = np.asarray(np.load(p, allow_pickle=False), dtype=np.float64)
+    elif p.suffix == ".csv":
+        arr = _read_csv(p)
+    else:
+        raise InvalidParameterError(f"input must be .npy, .csv or .jsonl, not {p.suffix!r}")
+    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise InvalidParameterError(f"{p}: counts must be non-empty, finite and >= 0")
+    return arr
+
+
+def load_occupancy_jsonl(
+    path: str | Path, site: str, day: str | None, *, tick_s: float = SLOT_S
+) -> tuple[np.ndarray, tuple[str, ...], str]:
+    """Occupancy cube (locations × slots of one UTC day) from simulator JSONL events.
+
+    Counts come from :func:`occupancy.oracle.occupancy_oracle` on the site's APs.
+
+    Returns:
+        (cube, location ids, day).
+    """
+    from occupancy.buildings import load_site
+    from occupancy.oracle import occupancy_oracle
+
+    s = load_site(site)
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidParameterError(f"input file {str(p)!r} does not exist")
+    with p.open() as f:
+        events = [line for line in f if line.strip()]
+    table = occupancy_oracle(events, s.ap_location, s.location_ids, tick_s=tick_s)
+    if len(table.ticks) == 0:
+        raise InvalidParameterError(f"{p}: no valid events for site {site!r}")
+    if day is None:
+        day = dt.datetime.fromtimestamp(float(table.ticks[0]), dt.UTC).strftime("%Y-%m-%d")
+    start = dt.datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=dt.UTC).timestamp()
+    n_slots = int(round(86400 / tick_s))
+    cube = np.zeros((len(s.location_ids), n_slots))
+    k = np.round((table.ticks - start) / tick_s).astype(np.int64)
+    keep = (k >= 0) & (k < n_slots)
+    cube[:, k[keep]] = table.counts[keep].T
+    return cube, tuple(s.location_ids), day
+
+
+def load_dataset(spec: str, data_dir: Path | None) -> tuple[str, np.ndarray]:
+    """``spec`` is a DPBench name (1-D or 2-D) or a path to a ``.npy``/``.csv`` file."""
+    key = spec.upper()
+    for table in (DPBENCH_1D, DPBENCH_2D):
+        if key in table:
+            if data_dir is None:
+                raise ConfigError(
+                    f"data set {spec} needs the DPBench folder: pass --data-dir "
+                    "or set OCCUSTREAM_DPBENCH"
+                )
+            return key, load_array(data_dir / table[key])
+    return Path(spec).stem, load_array(spec)
+
+
+# --- release --------------------------------------------------------------------------
+
+
+def _ledger_record(
+    algorithm: str,
+    day: str,
+    epsilon: float,
+    sensitivity: float,
+    n_slots: int,
+    n_values: int,
+    shares: dict[str, float],
+    sampler: str,
+) -> dict[str, Any]:
+    """The ledger entry of one histogram release (:class:`mechanisms.accounting.LedgerRecord`).
+
+    Public content only (no counts). The histogram covers every slot of the day once,
+    so each (device, slot) event is protected at ε; a device present in all
+    ``n_slots`` slots is protected at ``n_slots·ε/Δ`` (sequential composition).
+    """
+    from mechanisms.accounting import UNIT_OF_PRIVACY, LedgerRecord
+
+    device_day = epsilon * n_slots / sensitivity
+    rec = LedgerRecord(
+        mechanism=f"histogram:{algorithm}",
+        tick=None,
+        epsilon=epsilon,
+        scope=f"histogram/{day}",
+        unit=UNIT_OF_PRIVACY,
+        composition="sequential",
+        parts=tuple(round(epsilon * g, 12) for g in shares.values()),
+        n_locations=n_values,
+        sensitivity=sensitivity,
+        sampler=sampler,
+        guarantee=f"pure ε-DP per (device, slot); ≤ {device_day:g}-DP per device-day",
+        note="parts: " + ", ".join(f"{k}={v:g}" for k, v in shares.items()),
+    )
+    return {**rec.to_dict(), "ts": time.time(), "day": day, "device_day_epsilon": device_day}
+
+
+def _check_daily_cap(url: str | None, day: str, epsilon: float, cap: float | None) -> None:
+    """Refuse (before any noise is drawn) a release that would exceed the day's ε cap."""
+    if cap is None:
+        return
+    from mechanisms.errors import BudgetExhaustedError
+
+    spent = 0.0
+    if url:
+        from occupancy import redis_layout as rl
+
+        spent = sum(float(v) for v in _redis(url).hgetall(rl.ledger_spent(day)).values())
+    if spent + epsilon > cap + 1e-12:
+        raise BudgetExhaustedError(epsilon, max(cap - spent, 0.0), f"histogram/{day}")
+
+
+def _redis(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url)
+
+
+def _release(args: argparse.Namespace) -> int:
+    eps = check_positive("--epsilon", args.epsilon)
+    sens = check_positive("--sensitivity", args.sensitivity)
+    locations: tuple[str, ...] | None = None
+    day = args.day
+    if Path(args.input).suffix == ".jsonl":
+        cube, locations, day = load_occupancy_jsonl(args.input, args.site, day)
+    else:
+        cube = load_array(args.input)
+        day = day or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    _check_daily_cap(args.redis_url, day, eps, args.daily_cap)
+    rng = None if args.seed is None else np.random.default_rng(args.seed)
+    if args.seed is not None:
+        log.warning("--seed makes the noise reproducible: for tests only, never publish it")
+    integer = bool(np.array_equal(cube, np.round(cube)))
+    discrete = integer and not args.continuous
+    eff = eps / sens  # noise scales Δ/ε: run with ε/Δ at sensitivity 1
+    algo = args.algorithm
+    if algo in MULTI_D:
+        if algo == "cell":
+            est = cell_based_release(cube, eff, rng=rng, discrete=discrete)
+            n_bins, shares = int(cube.size), {"cells": 1.0}
+        else:
+            kd = kd_tree_release(cube, eff, xi0=args.xi0, rng=rng, discrete=discrete)
+            est, n_bins, shares = kd.estimate, len(kd.boxes), {"cells": 0.5, "partitions": 0.5}
+    else:
+        cfg = parse_config(algo)
+        rel = run_config(cfg, cube, eff, gamma_in=args.gamma_in, rng=rng, discrete=discrete)
+        est, n_bins = rel.estimate, rel.n_bins
+        shares = {k: rel.params[k] for k in ("gamma_in", "gamma_p", "gamma_f")}
+    n_slots = cube.shape[-1] if cube.ndim == 2 else 1
+    sampler = "discrete-laplace (exact)" if discrete else "continuous laplace (float)"
+    ledger = _ledger_record(algo, day, eps, sens, n_slots, int(cube.size), shares, sampler)
+    out = {
+        "algorithm": algo,
+        "day": day,
+        "epsilon": eps,
+        "sensitivity": sens,
+        "shape": list(cube.shape),
+        "locations": list(locations) if locations else None,
+        "slot_s": SLOT_S if cube.ndim == 2 else None,
+        "n_bins": n_bins,
+        "noise": sampler,
+        "released": np.round(est, args.decimals).tolist(),
+        "ledger": ledger,
+    }
+    if algo == "cell":  # kdtree.txt Thm 4.2: every range count within a w.p. ≥ 95 %
+        out["usefulness_accuracy_95"] = usefulness_accuracy(int(cube.size), eff, 0.05)
+    text = json.dumps(out)
+    out_path = Path(args.out or f"hist-{day}-{algo}.json")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(text + "\n")
+    if args.redis_url:
+        _to_redis(args.redis_url, day, algo, text, ledger)
+    print(
+        f"released {algo} (ε={eps:g}, {n_bins} bins) for {day} → {out_path}"
+        + (f" and Redis {args.redis_url}" if args.redis_url else "")
+    )
+    return 0
+
+
+def _to_redis(url: str, day: str, algo: str, text: str, ledger: dict[str, Any]) -> None:
+    import redis
+
+    from mechanisms.errors import ServiceError
+    from occupancy import redis_layout as rl
+
+    try:
+        pipe = _redis(url).pipeline()
+        pipe.set(rl.histogram(day, algo), text)
+        pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(ledger)})
+        pipe.hincrbyfloat(rl.ledger_spent(day), ledger["mechanism"], ledger["epsilon"])
+        pipe.execute()
+    except redis.RedisError as exc:
+        raise ServiceError(f"cannot write to Redis at {url}: {exc}") from exc
+
+
+# --- evaluate -------------------------------------------------------------------------
+
+
+def _error_table(
+    rows: list[ev.ResultRow],
+    workload: str,
+    datasets: list[str],
+    algorithms: list[str],
+    epsilons: list[float],
+) -> tuple[list[str], list[list[Any]]]:
+    """SORTaki-style table: rows algorithms, columns (data set, ε).
+
+    Values are shown × 10^k with one error scale per data set (in the column header),
+    like the "error scale" line under SORTaki's tables; the best of a column is bold.
+    """
+    cell = {(r.dataset, r.algorithm, r.epsilon): r.error for r in rows if r.workload == workload}
+    scale = {}
+    for d in datasets:
+        vals = [v for (dd, _, _), v in cell.items() if dd == d and v > 0]
+        scale[d] = -int(math.floor(math.log10(float(np.median(vals))))) if vals else 0
+    cols = [(d, e) for d in datasets for e in epsilons]
+    best = {c: min(cell.get((c[0], a, c[1]), math.inf) for a in algorithms) for c in cols}
+    body = []
+    for a in algorithms:
+        line: list[Any] = [a]
+        for c in cols:
+            v = cell.get((c[0], a, c[1]))
+            if v is None:
+                line.append("—")
+                continue
+            s = f"{v * 10 ** scale[c[0]]:.2f}"
+            line.append(f"**{s}**" if v == best[c] else s)
+        body.append(line)
+    headers = ["algorithm"] + [f"{d} ε={e:g} (×1e-{scale[d]})" for d, e in cols]
+    return headers, body
+
+
+def _plot(
+    rows: list[ev.ResultRow], workload: str, datasets: list[str], algorithms: list[str]
+) -> Any:
+    from matplotlib import colormaps
+
+    from research.report import new_figure
+
+    ncol = min(4, len(datasets))
+    nrow = math.ceil(len(datasets) / ncol)
+    fig, axes = new_figure(3.2 * ncol, 2.6 * nrow, nrows=nrow, ncols=ncol, squeeze=False)
+    for i, d in enumerate(datasets):
+        ax = axes[i // ncol][i % ncol]
+        for j, a in enumerate(algorithms):
+            pts = sorted(
+                (r.epsilon, r.error)
+                for r in rows
+                if r.dataset == d and r.algorithm == a and r.workload == workload
+            )
+            if pts:  # dashed = with sorting; tab20 keeps 11+ algorithms distinguishable
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    marker="os^Dv"[j % 5],
+                    label=a,
+                    lw=1,
+                    ms=4,
+                    color=colormaps["tab20"](j % 20),
+                    ls="--" if a.startswith("s") else "-",
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(d, fontsize=9)
+        ax.set_xlabel("ε", fontsize=8)
+    for j in range(len(datasets), nrow * ncol):
+        axes[j // ncol][j % ncol].set_visible(False)
+    axes[0][0].set_ylabel("scaled error", fontsize=8)
+    axes[0][0].legend(fontsize=6, ncol=2)
+    return fig
+
+
+def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str = "md") -> Path:
+    """Tables (one per workload) + plots + results.json into ``out_dir``."""
+    from research.report import Report
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps([r.__dict__ for r in rows], indent=1) + "\n")
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+    algorithms = list(dict.fromkeys(r.algorithm for r in rows))
+    epsilons = sorted({r.epsilon for r in rows}, reverse=True)
+    rep = Report(title)
+    rep.paragraph(
+        "DPBench scaled average per-query L2 error ‖Wx − Wx̂‖₂ / (q·scale), mean "
+        "over seeded trials; bold = best in the column."
+    )
+    for w in dict.fromkeys(r.workload for r in rows):
+        headers, body = _error_table(rows, w, datasets, algorithms, epsilons)
+        rep.heading(f"Workload: {w}")
+        rep.table(headers, body, caption="cell × the column's error scale = scaled error")
+        rep.figure(
+            _plot(rows, w, datasets, algorithms), f"Error vs ε, {w} workload", name=f"error-{w}"
+        )
+    return rep.write(out_dir, fmt_, stem="histogram-evaluation")
+
+
+def _gammas(text: str | None) -> list[float | None]:
+    """``--gamma-in`` values: None (per-configuration default) or a comma list in (0, 1)."""
+    if not text:
+        return [None]
+    out: list[float | None] = []
+    for t in text.split(","):
+        try:
+            g = float(t)
+        except ValueError:
+            raise InvalidParameterError(
+                f"--gamma-in must be numbers in (0, 1), not {t!r}"
+            ) from None
+        out.append(check_probability("--gamma-in", g))
+    return out
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    data_dir = dpbench_dir(args.data_dir)
+    epsilons = [check_positive("epsilon", float(e)) for e in args.epsilons.split(",")]
+    if args.two_d:
+        names = args.data or list(DPBENCH_2D)[:3]
+        cubes = dict(load_dataset(s, data_dir) for s in names)
+        if any(c.ndim != 2 for c in cubes.values()):
+            raise InvalidParameterError("--two-d needs 2-D data sets")
+        total = len(cubes) * len(epsilons) * 2 * args.trials
+        with tqdm(total=total, desc="kd-tree vs cell", disable=None) as bar:
+            rows = ev.evaluate_2d(
+                cubes,
+                epsilons,
+                trials=args.trials,
+                seed=args.seed,
+                scale=args.scale,
+                n_queries=args.queries,
+                xi0=args.xi0,
+                progress=bar.update,
+            )
+    else:
+        algorithms = args.algorithms.split(",") if args.algorithms else list(TABLE_II)
+        for a in algorithms:
+            parse_config(a)
+        names = args.data or [n for n in ISSUE_1D]
+        datasets = {}
+        for s in names:
+            name, x = load_dataset(s, data_dir)
+            x = x.ravel()
+            if args.domain:
+                x = ev.coarsen(x, args.domain)
+            datasets[name] = x
+        workloads = args.workloads.split(",")
+        gammas = _gammas(args.gamma_in)
+        total = len(datasets) * len(algorithms) * len(epsilons) * args.trials * len(gammas)
+        rows = []
+        with tqdm(total=total, desc="histogram evaluation", disable=None) as bar:
+            for g in gammas:  # several γ_in: one row per (algorithm, γ_in), as Tables III/V/VIII
+                part = ev.evaluate_1d(
+                    datasets,
+                    algorithms,
+                    epsilons,
+                    workloads,
+                    trials=args.trials,
+                    seed=args.seed,
+                    scale=args.scale,
+                    gamma_in=g,
+                    n_queries=args.queries,
+                    progress=bar.update,
+                    dpp=args.dpp,
+                    dawa_dyadic=not args.dawa_all_intervals,
+                )
+                if len(gammas) > 1:
+                    part = [replace(r, algorithm=f"{r.algorithm} γ={g:g}") for r in part]
+                rows += part
+    path = write_report(rows, Path(args.out), "DP histogram evaluation", args.format)
+    print(f"wrote {path} and {Path(args.out) / 'results.json'}")
+    if args.format == "md":
+        print(path.read_text())
+    return 0
+
+
+# --- CLI ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``occustream histogram`` argument parser."""
+    from simulator.cli import HelpFormatter  # shows the defaults the help text omits
+
+    p = argparse.ArgumentParser(
+        prog="occustream histogram",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("release", help="release a day's occupancy cube as a DP histogram",
+                       formatter_class=HelpFormatter)
+    r.add_argument("input", help=".npy / .csv cube (locations × slots) or simulator .jsonl")
+    r.add_argument(
+        "--algorithm",
+        "-a",
+        default="DAWA",
+        choices=ALGORITHMS,
+        help="SORTaki Table II configuration, kdtree or cell (default DAWA)",
+    )
+    r.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget ε")
+    r.add_argument(
+        "--gamma-in",
+        type=float,
+        default=None,
+        help="initializer share γ_in (default: per configuration, 0.7/0.9)",
+    )
+    r.add_argument(
+        "--sensitivity",
+        type=float,
+        default=1.0,
+        help="L1 change of the cube from one unit of privacy (default 1: one device in one slot)",
+    )
+    r.add_argument("--site", default="dbh", help="building/site model for .jsonl input")
+    r.add_argument("--day", default=None, help="UTC day YYYY-MM-DD (default: from the data)")
+    r.add_argument(
+        "--xi0",
+        type=float,
+        default=None,
+        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+    )
+    r.add_argument(
+        "--continuous",
+        action="store_true",
+        help="continuous Laplace noise (default: exact discrete Laplace for integer counts)",
+    )
+    r.add_argument("--decimals", type=int, default=2, help="rounding of released values")
+    r.add_argument("--out", "-o", default=None, help="output JSON (default hist-DAY-ALG.json)")
+    r.add_argument(
+        "--redis-url",
+        default=os.environ.get("REDIS_URL"),
+        help="also write hist:{day}:{algorithm} and the ledger to Redis",
+    )
+    r.add_argument(
+        "--daily-cap",
+        type=float,
+        default=None,
+        help="refuse the release if the day's ε spent (ledger:spent:{day} in Redis) plus "
+        "--epsilon would exceed this cap",
+    )
+    r.add_argument("--seed", type=int, default=None, help="seed the noise (tests only)")
+
+    e = sub.add_parser("evaluate", help="DPBench-style comparison of the algorithms",
+                       formatter_class=HelpFormatter)
+    e.add_argument(
+        "--data",
+        "-d",
+        nargs="*",
+        default=None,
+        help=f"DPBench names ({', '.join(DPBENCH_1D)}; with --two-d: "
+        f"{', '.join(DPBENCH_2D)}) or .npy/.csv paths "
+        f"(default: {', '.join(ISSUE_1D)})",
+    )
+    e.add_argument(
+        "--data-dir",
+        default=None,
+        help="DPBench folder (default $OCCUSTREAM_DPBENCH or ../shared/data/dpbench)",
+    )
+    e.add_argument(
+        "--algorithms",
+        "-a",
+        default=None,
+        help=f"comma-separated (default all of Table II: {','.join(TABLE_II)})",
+    )
+    e.add_argument("--epsilons", default="1,0.5,0.1", help="comma-separated ε values")
+    e.add_argument(
+        "--workloads",
+        "-w",
+        default="small,large",
+        help="comma-separated: identity, prefix, small, large",
+    )
+    e.add_argument("--trials", "-t", type=int, default=5, help="seeded trials per cell")
+    e.add_argument("--seed", type=int, default=0, help="master seed")
+    e.add_argument(
+        "--scale",
+        type=int,
+        default=None,
+        help="resample every data set to this many records (DPBench generator)",
+    )
+    e.add_argument("--domain", type=int, default=None, help="coarsen 1-D data to this size")
+    e.add_argument(
+        "--gamma-in",
+        default=None,
+        help="initializer share γ_in, or a comma list (0.3,0.5,0.7,0.9) for a γ_in table "
+        "(default: per configuration)",
+    )
+    e.add_argument(
+        "--dpp",
+        default="auto",
+        choices=("auto", "full", "restricted"),
+        help="DP partitioner: full O(n²) Alg. 6, restricted 2^k bins, or auto (full ≤ 4096)",
+    )
+    e.add_argument(
+        "--dawa-all-intervals",
+        action="store_true",
+        help="DAWA partition over all intervals (O(n²) candidates) instead of 2^k sizes",
+    )
+    e.add_argument("--queries", type=int, default=2000, help="queries per random workload")
+    e.add_argument("--two-d", action="store_true", help="kd-tree vs cell-based on 2-D data")
+    e.add_argument(
+        "--xi0",
+        type=float,
+        default=None,
+        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+    )
+    e.add_argument("--format", default="md", choices=("md", "html"), help="report format")
+    e.add_argument("--out", "-o", default="histogram-eval", help="output folder")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``occustream histogram``."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "trials", 1) < 1:
+        raise InvalidParameterError(f"--trials must be >= 1, not {args.trials!r}")
+    return _release(args) if args.cmd == "release" else _evaluate(args)
