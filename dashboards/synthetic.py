@@ -2,8 +2,9 @@
 
 For tests, benchmarks, screenshots and ``occustream dashboard --synthetic``: the
 values are made up (a daily occupancy curve per location plus noise), not releases of
-any real data, so no budget is involved. Every key comes from
-:mod:`occupancy.redis_layout`, so the dashboard is tested against the real layout.
+any real data, so no budget is involved. Every write goes through
+the read model's one writer (the ``queue_*`` functions of :mod:`readmodel.writer`), so
+the dashboard is tested against exactly what the pipeline writes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from mechanisms.registry import without_guarantee
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
 from occupancy.heatmap import baselines
+from readmodel.writer import (
+    queue_alert,
+    queue_baselines,
+    queue_history,
+    queue_ledger,
+    queue_meta,
+    queue_update,
+    queue_values,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +46,9 @@ DEFAULT_META: dict[str, dict[str, Any]] = {
 
 def write_meta(client: Any, mech: str, meta: Mapping[str, Any], tick_s: float) -> None:
     """Write a mechanism's public parameters (values JSON-encoded)."""
-    fields = {k: json.dumps(v) for k, v in {**meta, "tick_s": tick_s}.items()}
-    client.hset(rl.meta(mech), mapping=fields)
+    pipe = client.pipeline(transaction=False)
+    queue_meta(pipe, mech, {**meta, "tick_s": tick_s})
+    pipe.execute()
 
 
 def write_tick(
@@ -45,15 +56,10 @@ def write_tick(
 ) -> None:
     """Write one tick's released values: latest, series, ticks, then ``occ:updates``."""
     pipe = client.pipeline(transaction=False)
-    tick_j = int(tick) if float(tick).is_integer() else float(tick)
-    for loc, v in values.items():
-        doc = json.dumps({"tick": tick_j, "value": round(float(v), 3)})
-        pipe.hset(rl.latest(mech), loc, doc)
-        pipe.zadd(rl.series(mech, loc), {doc: float(tick)})
-    pipe.zadd(rl.ticks(mech), {str(tick_j): float(tick)})
-    pipe.execute()
+    queue_values(pipe, mech, float(tick), {loc: round(float(v), 3) for loc, v in values.items()})
     if publish:
-        client.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": tick_j}))
+        queue_update(pipe, mech, tick)
+    pipe.execute()
 
 
 def write_baselines(
@@ -72,23 +78,24 @@ def write_baselines(
                 {"mu": round(float(mu[s, j]), 3), "sigma": round(float(sigma[s, j]), 3),
                  "n": int(counts[s])}
             )
-    if fields:
-        client.hset(rl.baseline(mech), mapping=fields)
+    pipe = client.pipeline(transaction=False)
+    queue_baselines(pipe, mech, fields)
+    pipe.execute()
 
 
 def write_alert(client: Any, alert: Mapping[str, Any]) -> str:
     """Append an alert to the ``alerts`` stream and publish it; return its stream id."""
-    data = json.dumps(dict(alert))
-    sid = client.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=10000, approximate=True)
-    client.publish(rl.ALERTS_CHANNEL, data)
+    pipe = client.pipeline(transaction=False)
+    queue_alert(pipe, alert)
+    sid = pipe.execute()[0]
     return sid.decode() if isinstance(sid, bytes) else str(sid)
 
 
 def write_ledger(client: Any, mech: str, tick: float, epsilon: float, day: str) -> None:
     """Record one release in the internal ledger (stream + per-day total)."""
-    client.xadd(rl.LEDGER_STREAM, {"data": json.dumps(
-        {"mechanism": mech, "tick": tick, "epsilon": epsilon})})
-    client.hincrbyfloat(rl.ledger_spent(day), mech, epsilon)
+    pipe = client.pipeline(transaction=False)
+    queue_ledger(pipe, {"mechanism": mech, "tick": tick, "epsilon": epsilon}, day)
+    pipe.execute()
 
 
 def daily_curve(site: Site, ticks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -133,22 +140,10 @@ def seed(
             write_baselines(client, mech, ids, released[:hist_rows], ticks[:hist_rows], tick_s)
         pipe = client.pipeline(transaction=False)
         tick_list = [float(t) for t in ticks]
-        for j, loc in enumerate(ids):  # one ZADD per location with every tick
-            pipe.zadd(rl.series(mech, loc), {
-                json.dumps({"tick": int(t), "value": float(v)}): t
-                for t, v in zip(tick_list, released[:, j].tolist(), strict=True)})
-        pipe.zadd(rl.ticks(mech), {str(int(t)): t for t in tick_list})
-        spent_by_day: dict[str, float] = {}
+        queue_history(pipe, mech, tick_list, ids, released.tolist())
         for t in tick_list if not without_guarantee(mech) else []:
-            pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(
-                {"mechanism": mech, "tick": int(t), "epsilon": eps})})
-            day = time.strftime("%Y-%m-%d", time.gmtime(t))
-            spent_by_day[day] = spent_by_day.get(day, 0.0) + eps
-        for day, spent in spent_by_day.items():
-            pipe.hincrbyfloat(rl.ledger_spent(day), mech, spent)
-        for j, loc in enumerate(ids):
-            pipe.hset(rl.latest(mech), loc,
-                      json.dumps({"tick": int(ticks[-1]), "value": float(released[-1, j])}))
+            queue_ledger(pipe, {"mechanism": mech, "tick": int(t), "epsilon": eps},
+                         time.strftime("%Y-%m-%d", time.gmtime(t)))
         pipe.execute()
     log.info("synthetic read model: %d ticks × %d locations × %s", len(ticks), len(ids),
              list(written["values"]))

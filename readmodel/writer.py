@@ -47,6 +47,94 @@ def _day_index(tick: float) -> int:
     return int(tick // 86400)
 
 
+def queue_meta(pipe: Any, mech: str, meta: Mapping[str, Any]) -> None:
+    """Queue a mechanism's public parameters (``occ:{mech}:meta``, values JSON-encoded).
+
+    The ``queue_*`` functions are the one place that knows how the read model is
+    written; they work on a sync or an async ``redis`` pipeline alike (queuing is
+    synchronous in both), so the pipeline, the histogram release and the synthetic
+    data all write the same keys the same way.
+    """
+    pipe.hset(rl.meta(mech), mapping={k: json.dumps(v) for k, v in meta.items()})
+
+
+def queue_values(pipe: Any, mech: str, tick: float, values: Mapping[str, float], *,
+                 retention_s: float | None = None) -> None:
+    """Queue one tick's released values: latest, series (trimmed), the tick index."""
+    tj = _tick_json(tick)
+    latest: dict[str, str] = {}
+    for loc, v in values.items():
+        doc = json.dumps({"tick": tj, "value": v})
+        latest[loc] = doc
+        key = rl.series(mech, loc)
+        pipe.zadd(key, {doc: tick})
+        if retention_s is not None:
+            pipe.zremrangebyscore(key, "-inf", f"({tick - retention_s}")
+    if latest:
+        pipe.hset(rl.latest(mech), mapping=latest)
+    pipe.zadd(rl.ticks(mech), {str(tj): tick})
+    if retention_s is not None:
+        pipe.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - retention_s}")
+
+
+def queue_history(pipe: Any, mech: str, ticks: Sequence[float], locations: Sequence[str],
+                  values: Sequence[Sequence[float]]) -> None:
+    """Queue many ticks of released values at once (one ZADD per location).
+
+    The same documents as :func:`queue_values` tick by tick, for bulk loads (the
+    synthetic read model): ``values[i][j]`` is location ``j`` at ``ticks[i]``; the last
+    tick becomes ``latest``.
+    """
+    if not len(ticks):
+        return
+    tjs = [_tick_json(t) for t in ticks]
+    for j, loc in enumerate(locations):
+        pipe.zadd(rl.series(mech, loc), {
+            json.dumps({"tick": tj, "value": row[j]}): float(t)
+            for t, tj, row in zip(ticks, tjs, values, strict=True)})
+    pipe.zadd(rl.ticks(mech), {str(tj): float(t) for t, tj in zip(ticks, tjs, strict=True)})
+    last = values[-1]
+    pipe.hset(rl.latest(mech), mapping={
+        loc: json.dumps({"tick": tjs[-1], "value": last[j]}) for j, loc in enumerate(locations)})
+
+
+def queue_ledger(pipe: Any, record: Mapping[str, Any], day: str) -> None:
+    """Queue one ledger record (internal stream) and add its ε to the day's total."""
+    pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(dict(record))}, maxlen=LEDGER_MAXLEN,
+              approximate=True)
+    pipe.hincrbyfloat(rl.ledger_spent(day), record["mechanism"], float(record["epsilon"]))
+
+
+def queue_alert(pipe: Any, alert: Mapping[str, Any]) -> None:
+    """Queue an alert: the capped ``alerts`` stream and the pub/sub channel."""
+    data = json.dumps(dict(alert))
+    pipe.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN, approximate=True)
+    pipe.publish(rl.ALERTS_CHANNEL, data)
+
+
+def queue_update(pipe: Any, mech: str, tick: float) -> None:
+    """Queue the ``occ:updates`` notification of a written tick."""
+    pipe.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": _tick_json(tick)}))
+
+
+def queue_baselines(pipe: Any, mech: str, fields: Mapping[str, str]) -> None:
+    """Queue baseline documents (``occ:{mech}:baseline``)."""
+    if fields:
+        pipe.hset(rl.baseline(mech), mapping=dict(fields))
+
+
+def queue_histogram(pipe: Any, day: str, algorithm: str, text: str) -> None:
+    """Queue a released daily histogram document."""
+    pipe.set(rl.histogram(day, algorithm), text)
+
+
+def queue_dlq_counts(pipe: Any, app_id: str, partition: int, counts: Mapping[str, int]) -> None:
+    """Queue the absolute DLQ counters of one partition (replay-safe)."""
+    if counts:
+        pipe.hset(rl.dlq_counts(app_id),
+                  mapping={f"p{partition}:{k}": v for k, v in counts.items()})
+
+
 class CacheWriter:
     """Writes released ticks to Redis (``redis.asyncio`` client)."""
 
@@ -63,7 +151,7 @@ class CacheWriter:
         """Publish each mechanism's public parameters (``occ:{mech}:meta``)."""
         pipe = self.r.pipeline(transaction=False)
         for mech, meta in metas.items():
-            pipe.hset(rl.meta(mech), mapping={k: json.dumps(v) for k, v in meta.items()})
+            queue_meta(pipe, mech, meta)
         await pipe.execute()
 
     async def done(self, out: TickOutput) -> bool:
@@ -124,20 +212,13 @@ class CacheWriter:
         trim = slot % TRIM_EVERY_TICKS == 0  # trimming every tick doubles the commands
         for rel, cur in zip(out.releases, current, strict=True):
             mech = rel.mechanism
-            latest: dict[str, str] = {}
-            for loc, v in zip(self.locations, rel.values, strict=False):
-                doc = json.dumps({"tick": tj, "value": v})
-                latest[loc] = doc
-                key = rl.series(mech, loc)
-                tx.zadd(key, {doc: tick})
-                if trim:
-                    tx.zremrangebyscore(key, "-inf", f"({tick - self.retention_s}")
-            tx.hset(rl.latest(mech), mapping=latest)
-            tx.zadd(rl.ticks(mech), {str(tj): tick})
-            tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")
+            queue_values(tx, mech, tick, dict(zip(self.locations, rel.values, strict=False)),
+                         retention_s=self.retention_s if trim else None)
+            if not trim:
+                tx.zremrangebyscore(rl.ticks(mech), "-inf", f"({tick - self.retention_s}")
             if not done[mech]:
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
-                tx.hset(rl.baseline(mech), mapping=_baseline_update(
+                queue_baselines(tx, mech, _baseline_update(
                     self.locations, slot, _day_index(tick), rel.values, cur))
         for rec in out.ledger:
             mech = rec["mechanism"]
@@ -145,23 +226,18 @@ class CacheWriter:
                 continue
             if mech.startswith("mide-"):
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
-            tx.xadd(rl.LEDGER_STREAM, {"data": json.dumps(rec)}, maxlen=LEDGER_MAXLEN,
-                    approximate=True)
-            tx.hincrbyfloat(rl.ledger_spent(day), mech, float(rec["epsilon"]))
+            queue_ledger(tx, rec, day)
         if not done["mide"] and any(r["mechanism"] == "mide" for r in out.ledger):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
-                data = json.dumps({**alert, "tick": tj})
-                tx.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN,
-                        approximate=True)
-                tx.publish(rl.ALERTS_CHANNEL, data)
+                queue_alert(tx, {**alert, "tick": tj})
         if self.eval_mode and true_counts is not None:
             for loc, v in zip(self.locations, true_counts, strict=False):
                 tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
         for m in ledger_mechs:
             tx.zremrangebyscore(rl.release_done(m), "-inf", f"({tick - self.retention_s}")
         for mech in mechs:
-            tx.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": tj}))
+            queue_update(tx, mech, tick)
         await tx.execute()
 
     async def _migrate_done(self, mechs: Sequence[str]) -> None:
@@ -188,8 +264,9 @@ class CacheWriter:
                                counts: Mapping[str, int]) -> None:
         """Absolute DLQ counters of one partition (replay-safe)."""
         if counts:
-            await self.r.hset(rl.dlq_counts(app_id),
-                              mapping={f"p{partition}:{k}": v for k, v in counts.items()})
+            pipe = self.r.pipeline(transaction=False)
+            queue_dlq_counts(pipe, app_id, partition, counts)
+            await pipe.execute()
 
 
 def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],
