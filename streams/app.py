@@ -47,8 +47,8 @@ Records (JSON; DESIGN.md "Topics and records", with these refinements):
   window}`` with window ``tick`` or ``hour`` — never an ex-post ε.
 * ``privacy.ledger`` (key = mechanism): :class:`mechanisms.accounting.LedgerRecord`.
 * ``wifi.observations`` may carry watermark markers ``{"watermark": ts}`` (see
-  :func:`streams.pipeline.presence.marker`), sent by the occupancy stage to idle
-  partitions.
+  :func:`streams.pipeline.presence.sign_marker`, HMAC-signed), sent by the occupancy
+  stage to idle partitions.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from streams.buildings import Site, load_site
 from streams.cache import CacheWriter, write_expost
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.occupancy import OccupancyState
-from streams.pipeline.presence import PartitionState, StageConfig, marker
+from streams.pipeline.presence import PartitionState, StageConfig, sign_marker
 from streams.pipeline.release import Releaser, release_record
 from streams.settings import Settings
 
@@ -113,6 +113,7 @@ class Pipeline:
             lateness_s=settings.lateness_s, max_future_s=settings.max_future_s,
             ttl_s=settings.ttl_s, secret=settings.secret,
             track_ttl="ttl" in settings.mechanisms,
+            max_marker_jump_s=settings.max_marker_jump_s,
         )
         self.pseudonym = pseudonymizer(settings.secret)
         if settings.eval_mode:
@@ -387,7 +388,7 @@ class Pipeline:
 
         When the next tick has not become final for ``idle_s`` wall seconds, each
         partition it still waits for gets a watermark marker carrying the largest event
-        time any partition has reported (:func:`~streams.pipeline.presence.marker`).
+        time any partition has reported (:func:`~streams.pipeline.presence.sign_marker`).
         """
         st = self.occupancy
         if st is None or st.partitions is None:
@@ -405,7 +406,8 @@ class Pipeline:
         for p in st.blocking():
             if st.max_ts.get(str(p), 0.0) >= g or self._marker_sent.get(p) == g:
                 continue
-            await self.send(obs_topic, b"__watermark__", marker(g), partition=p)
+            await self.send(obs_topic, b"__watermark__", sign_marker(g, self.s.secret, p),
+                            partition=p)
             self._marker_sent[p] = g
             sent.append(p)
         if sent:
