@@ -230,3 +230,22 @@ def test_dlq_records_hold_no_raw_mac_for_bad_input(site):
     assert len(res.dlq) == 3
     for d in res.dlq:
         assert "ee" not in json.loads(d)["raw"].lower().replace("<redacted>", "")
+
+
+def test_malformed_partials_are_ignored_not_fatal(site):
+    """``occupancy.partial`` is internal, but a record there must not stop the stage."""
+    good = {"tick": T0, "partition": 0, "partitions": 1, "first_tick": T0, "site": "dbh",
+            "max_ts": T0 + 400, "wall": 1.0, "counts": [1, 2], "ttl": [1, 2]}
+    bad = [None, b"", b"[" * 100_000, b"null", b"[]", b'{"tick": "x"}',
+           json.dumps({**good, "counts": ["a", 1]}).encode(),
+           json.dumps({**good, "counts": {"a": 1}}).encode(),
+           json.dumps({**good, "max_ts": "soon"}).encode(),
+           json.dumps({**good, "wall": [1]}).encode(),
+           json.dumps({**good, "partition": 5}).encode(),
+           json.dumps({**good, "partitions": True}).encode(),
+           json.dumps({**good, "tick": float("inf")}).encode(),
+           b'{"tick":1' + b"0" * 400 + b"}"]
+    occ = OccupancyState()
+    recs = [(i, raw) for i, raw in enumerate(bad)] + [(len(bad), json.dumps(good).encode())]
+    final = occ.process(recs, 300.0)
+    assert [(f.tick, f.counts) for f in final] == [(T0, [1, 2])]
