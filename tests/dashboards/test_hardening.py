@@ -275,3 +275,13 @@ def test_pages_run_under_the_csp_without_violations(served: Served, page: Any,
         "rgb(255, 255, 255)")  # docs.css applied
     assert not refused, refused
     assert not page.js_errors, page.js_errors
+
+
+def test_webhook_urls_and_secret_are_masked_in_webhook_logs(log_capture: io.StringIO) -> None:
+    url = "https://hooks.example.com/services/T0/B0/hook-credential-987"
+    hardening.install_log_redaction(["webhook-signing-secret-123", url])
+    logging.getLogger("dashboards.webhooks").warning(
+        "delivery to %s failed (key %s)", url, "webhook-signing-secret-123")
+    text = log_capture.getvalue()
+    assert "hook-credential-987" not in text and "webhook-signing-secret-123" not in text
+    assert "delivery to *** failed" in text
