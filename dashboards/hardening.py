@@ -16,7 +16,8 @@ What every response, connection and log line of :mod:`dashboards.app` must satis
   that has not sent a complete request head within ``header_timeout_s`` is closed
   (aiohttp arms its keep-alive timer when the connection opens and only a complete
   request disarms it, so the keep-alive timeout is the header read timeout), request
-  lines and header fields are capped at 8 KiB and a request at 64 header fields.
+  lines and header fields are capped at 8 KiB and a request at 64 header fields; a
+  client that disconnects cancels its handler (its SSE slot is freed at once).
 * **Redis outage.** :data:`REDIS_DOWN` are the exceptions that mean the read model is
   unreachable; the app answers them with 503 and a JSON body saying so
   (:func:`redis_unavailable`).
@@ -169,7 +170,10 @@ def server_options(header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]
     """Keyword arguments for ``web.run_app`` / ``web.AppRunner`` (see the module docstring)."""
     return {"keepalive_timeout": float(header_timeout_s), "max_line_size": MAX_LINE_SIZE,
             "max_field_size": MAX_FIELD_SIZE, "max_headers": MAX_HEADERS,
-            "access_log_class": PathOnlyAccessLogger}
+            "access_log_class": PathOnlyAccessLogger,
+            # a client that goes away cancels its handler: a live stream frees its slot
+            # under the SSE cap at once, not at its next keep-alive write
+            "handler_cancellation": True}
 
 
 def redis_unavailable(health: bool = False) -> web.Response:
