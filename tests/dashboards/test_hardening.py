@@ -204,6 +204,22 @@ def test_slowloris_connections_are_closed(campus: Any, redis_url: str, redis_cli
             time.sleep(0.25)
         assert not open_, f"{len(open_)} of {SLOW_CONNECTIONS} slow connections still open"
         assert call(f"{served.url}/api/health", token=None)[0] == 200  # still serving
+        # a live stream whose request was complete is not cut by the header timeout
+        sse = socket.create_connection(("127.0.0.1", served.port), timeout=5)
+        socks.append(sse)
+        sse.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                    + TOKENS.analyst.encode() + b"\r\n\r\n")
+        assert sse.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(HEADER_TIMEOUT_S * 2.5)
+        from dashboards.synthetic import write_alert
+
+        write_alert(redis_client, {"tick": 1_790_000_000, "location": "hall-101",
+                                   "capacity": 80, "algorithm": "TSLM", "beta": 0.05})
+        got = b""
+        while b"event: alert" not in got:
+            chunk = sse.recv(4096)
+            assert chunk, "the live stream was closed"
+            got += chunk
     finally:
         for s in socks:
             s.close()
