@@ -162,6 +162,13 @@ def test_property_arbitrary_bytes_never_raise(raw):
     out = parse_observation(raw, ap)
     assert out is not None
     assert isinstance(verify_marker(raw, SECRET, 0), float | Invalid)
+    # through the stage too, also disguised as a marker: each record is DLQ'd or skipped
+    cfg = StageConfig(ap_location=ap, location_index={"L": 0}, tick_s=300.0,
+                      validity_s=600.0, lateness_s=60.0, max_future_s=3600.0, ttl_s=1200.0,
+                      secret=SECRET)
+    res = PartitionState(0).process([(0, raw), (1, b'{"watermark":' + raw)], cfg,
+                                    pseudonymizer(SECRET), ttl_step)
+    assert len(res.dlq) + (not isinstance(out, Invalid)) == 2
 
 
 _json = st.recursive(
