@@ -11,7 +11,16 @@ serves static HTML/JS/CSS (no build step):
 Auth: ``Authorization: Bearer <token>`` or ``?access_token=``. Two roles: the analyst
 token (env ``OCCUSTREAM_ANALYST_TOKEN``) reads released values and alerts; the admin
 token (``OCCUSTREAM_ADMIN_TOKEN``) also reads the privacy ledger and acknowledges
-alerts. Unset tokens are generated at start and printed on stdout (never logged).
+alerts. Unset tokens are generated at start and printed on stdout (never logged); tokens
+set in the environment are never printed (the banner says where they come from).
+
+Hardening (:mod:`dashboards.hardening`): tokens are masked in every log line (also the
+raw request lines aiohttp logs for malformed requests), every response carries a CSP
+(no inline script; ``frame-ancestors 'none'``), ``X-Frame-Options: DENY``,
+``X-Content-Type-Options: nosniff`` and ``Referrer-Policy``, ``Server`` has no version,
+a connection must send its request head within ``--header-timeout`` seconds, at most
+``--max-sse-clients`` live-update streams are served at once (503 past it), and a
+Redis outage answers 503 with a JSON body (``/api/health`` too), never 500.
 """
 
 from __future__ import annotations
@@ -33,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger
 
+from dashboards import hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
 from infra.urls import safe_url
@@ -51,14 +60,6 @@ ROLE_KEY: Any = (web.RequestKey("role", str) if hasattr(web, "RequestKey")  # ai
                  else "occustream.role")
 _ALLOWED_QUERY = allowed_query_parameters()
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class _AccessLogger(AbstractAccessLogger):
-    """Access log without query strings (``?access_token=`` must never reach a log)."""
-
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        self.logger.info("%s %s %s %.1f ms", request.method, request.path, response.status,
-                         time * 1000)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ TOKENS: web.AppKey[Tokens] = web.AppKey("tokens")
 SITE_JSON: web.AppKey[dict[str, Any]] = web.AppKey("site_json")
 RM: web.AppKey[ReadModel] = web.AppKey("rm", ReadModel)
 BROKER: web.AppKey[Broker] = web.AppKey("broker", Broker)
+SSE_LIMIT: web.AppKey[int] = web.AppKey("sse_limit", int)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -182,6 +184,9 @@ async def _errors_and_auth(
                 return _error(400, f"query parameter(s) {repeated} must be given once")
     try:
         return await handler(request)
+    except hardening.REDIS_DOWN:
+        log.warning("%s: the read model (Redis) is unavailable", path)
+        return hardening.redis_unavailable(health=path == "/api/health")
     except InvalidParameterError as exc:
         return _error(400, str(exc))
     except web.HTTPException as exc:
@@ -315,16 +320,28 @@ async def events(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: ``tick`` (snapshot of the ticked mechanism) and ``alert``."""
     broker: Broker = request.app[BROKER]
     mech = request.query.get("mech") or None
+    limit = request.app[SSE_LIMIT]
+    if len(broker.subscribers) >= limit:
+        return web.json_response(
+            {"error": f"too many live-update clients (limit {limit}); retry later or poll "
+                      "/api/snapshot", "status": 503},
+            status=503, headers={"Retry-After": "10"})
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                        "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    await resp.prepare(request)
-    sub = broker.subscribe(mech)
+    sub = broker.subscribe(mech)  # counted before the first await: the cap holds
     try:
+        await resp.prepare(request)
         await resp.write(sse_message("hello", {"role": request[ROLE_KEY]}))
         last_id = request.headers.get("Last-Event-ID", "").strip()
         if last_id:  # a reconnecting browser: replay the alerts it missed
             rm: ReadModel = request.app[RM]
-            for alert in reversed(await rm.alerts(limit=1000, after=last_id)):
+            try:
+                missed = await rm.alerts(limit=1000, after=last_id)
+            except hardening.REDIS_DOWN:  # the stream is open: say it, keep streaming
+                missed = []
+                await resp.write(sse_message("error", {"error": "the read model (Redis) is "
+                                                                "unavailable"}))
+            for alert in reversed(missed):
                 await resp.write(sse_message("alert", alert, event_id=alert["id"]))
         while True:
             try:
@@ -345,7 +362,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 # -- app ----------------------------------------------------------------------------------
 def create_app(
     site: Site, redis_url: str, tokens: Tokens, *, mechanisms_allowed: list[str] | None = None,
-    webhooks: list[Any] | None = None,
+    webhooks: list[Any] | None = None, max_sse_clients: int = hardening.MAX_SSE_CLIENTS,
 ) -> web.Application:
     """Build the aiohttp application.
 
@@ -355,15 +372,25 @@ def create_app(
         tokens: analyst and admin tokens.
         mechanisms_allowed: show only these mechanisms (default: all found in Redis).
         webhooks: :class:`dashboards.webhooks.WebhookDispatcher` objects to run with the app.
+        max_sse_clients: live-update streams served at once; more get 503.
+
+    Serve it with :func:`dashboards.hardening.server_options` (header read timeout).
     """
     import redis.asyncio as aioredis
 
+    if not isinstance(max_sse_clients, int) or max_sse_clients < 1:
+        raise InvalidParameterError(
+            f"max_sse_clients must be an integer >= 1, not {max_sse_clients!r}")
+    hardening.install_log_redaction([tokens.analyst, tokens.admin])
     app = web.Application(middlewares=[_errors_and_auth])
+    app.on_response_prepare.append(hardening.security_headers)
     app[TOKENS] = tokens
+    app[SSE_LIMIT] = max_sse_clients
     app[SITE_JSON] = site_json(site)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        client = aioredis.Redis.from_url(redis_url, max_connections=64)
+        client = aioredis.Redis.from_url(redis_url, max_connections=64,
+                                          socket_connect_timeout=2.0, socket_timeout=10.0)
         rm = ReadModel(client, site, mechanisms_allowed)
         app[RM] = rm
 
@@ -409,6 +436,22 @@ def create_app(
     return app
 
 
+def banner(host: str, port: int, tokens: Tokens, redis: str,
+           env: dict[str, str] | None = None) -> str:
+    """The start banner: URLs with generated tokens; env tokens named, never printed."""
+    env = dict(os.environ) if env is None else env
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    lines = []
+    for role, token, var in (("admin", tokens.admin, "OCCUSTREAM_ADMIN_TOKEN"),
+                             ("analyst", tokens.analyst, "OCCUSTREAM_ANALYST_TOKEN")):
+        if env.get(var, "").strip() == token:
+            lines.append(f"http://{shown}:{port}/#token=<{role} token from ${var}>  ({role})")
+        else:
+            lines.append(f"http://{shown}:{port}/#token={token}  ({role})")
+    lines.append(f"API docs http://{shown}:{port}/docs ; Redis {redis}")
+    return "dashboard: " + "\n           ".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream dashboard`` argument parser."""
     p = argparse.ArgumentParser(
@@ -429,6 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--webhook", action="append", default=[], metavar="URL",
                    help="deliver alerts to this URL (HMAC-signed; repeatable); secret from "
                         "$OCCUSTREAM_WEBHOOK_SECRET")
+    p.add_argument("--max-sse-clients", type=int, default=hardening.MAX_SSE_CLIENTS,
+                   help="live-update (SSE) clients served at once; more get 503 "
+                        f"(default {hardening.MAX_SSE_CLIENTS})")
+    p.add_argument("--header-timeout", type=float, default=hardening.HEADER_TIMEOUT_S,
+                   help="seconds a client may take to send its request head (slowloris "
+                        f"protection; default {hardening.HEADER_TIMEOUT_S:g})")
     p.add_argument("--synthetic", action="store_true",
                    help="fill an EMPTY Redis with a week of made-up values (a look at the "
                         "page without a pipeline; never use with real data)")
@@ -440,6 +489,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 <= args.port <= 65535:
         raise InvalidParameterError(f"--port must be in [0, 65535], not {args.port!r}")
+    if args.max_sse_clients < 1:
+        raise InvalidParameterError(
+            f"--max-sse-clients must be >= 1, not {args.max_sse_clients!r}")
+    if not 0 < args.header_timeout < float("inf"):
+        raise InvalidParameterError(
+            f"--header-timeout must be a positive number, not {args.header_timeout!r}")
     the_site = load_site(args.building)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()] or None
 
@@ -482,20 +537,17 @@ def main(argv: list[str] | None = None) -> int:
 
             secret = secret_from_env()
             hooks = [WebhookDispatcher(url, u, secret) for u in args.webhook]
-        app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks)
+        app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks,
+                         max_sse_clients=args.max_sse_clients)
         if generated:  # tokens go to the terminal only, never to the log
             log.warning("OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN unset: tokens "
                         "generated (printed on stdout, not logged)")
             print("generated tokens (set OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN "
                   "to fix them):", flush=True)
-        host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
-        print(f"dashboard: http://{host}:{args.port}/#token={tokens.admin}  (admin)\n"
-              f"           http://{host}:{args.port}/#token={tokens.analyst}  (analyst)\n"
-              f"           API docs http://{host}:{args.port}/docs ; Redis {safe_url(url)}",
-              flush=True)
+        print(banner(args.host, args.port, tokens, safe_url(url)), flush=True)
         try:
             web.run_app(app, host=args.host, port=args.port, print=None,
-                        handle_signals=True, access_log_class=_AccessLogger)
+                        handle_signals=True, **hardening.server_options(args.header_timeout))
         except OSError as exc:
             raise OccustreamError(f"cannot listen on {args.host}:{args.port}: "
                                   f"{exc.strerror}; pick another --port") from None

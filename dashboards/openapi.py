@@ -6,6 +6,10 @@ from typing import Any
 
 _ERR = {"description": "bad parameter or auth failure",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_UNAVAILABLE = {"description": "the read model (Redis) is unavailable, or (events) too many "
+                               "live-update clients; retry after Retry-After seconds",
+                "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
 def _q(name: str, desc: str, schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
@@ -33,11 +37,17 @@ def allowed_query_parameters() -> dict[str, frozenset[str]]:
 
 
 def spec(server_url: str = "/") -> dict[str, Any]:
-    """The OpenAPI document (every operation documents 400 for bad/unknown parameters)."""
+    """The OpenAPI document.
+
+    Every operation documents 400 (bad or unknown parameters), every ``/api`` one 503
+    (Redis outage; for the event stream also the client cap).
+    """
     doc = _spec(server_url)
-    for ops in doc["paths"].values():
+    for path, ops in doc["paths"].items():
         for op in ops.values():
             op["responses"].setdefault("400", _ERR)
+            if path.startswith("/api/"):
+                op["responses"].setdefault("503", _UNAVAILABLE)
     return doc
 
 

@@ -77,9 +77,12 @@ def _print(alert: dict[str, Any], args: argparse.Namespace, names: dict[str, str
 
 
 async def _webhooks(url: str, args: argparse.Namespace) -> None:
+    from dashboards.hardening import install_log_redaction
     from dashboards.webhooks import WebhookDispatcher, secret_from_env
 
     secret = secret_from_env()
+    # hook URLs may carry credentials in their path or query: never in a log line
+    install_log_redaction([secret.decode(), *args.webhook])
     hooks = [WebhookDispatcher(url, u, secret, max_attempts=args.max_attempts)
              for u in args.webhook]
     await asyncio.gather(*(h.run() for h in hooks))

@@ -5,12 +5,18 @@ Redis (``webhook:{name}:cursor``) and POSTs each alert to one URL:
 
 * body: the public alert JSON ``{id, tick, location, capacity, algorithm, beta}``
   (never an ex-post ε);
-* ``X-Occustream-Signature: t=<unix>,v1=<hex>`` with
-  ``hex = HMAC-SHA256(secret, f"{t}.{body}")`` — receivers check it with
-  :func:`verify_signature` (constant-time, with a timestamp tolerance against replay);
+* ``X-Occustream-Signature: t=<unix>,v2=<hex>`` with
+  ``hex = HMAC-SHA256(secret, f"{t}.{idempotency_key}.{body}")`` — the signature covers
+  the timestamp, the ``Idempotency-Key`` header and the body, so neither a stale
+  delivery nor one replayed under a fresh key verifies. Receivers check it with
+  :func:`verify_signature` (constant-time, with a timestamp tolerance against replay)
+  and then drop keys they have already seen;
 * ``Idempotency-Key``: stable per alert (derived from its stream id), the same on
   every retry, so a receiver that sees a key twice (after a dispatcher crash between
   delivery and cursor update) drops the duplicate.
+
+The receiver URL may itself be a credential (many hook URLs carry a token in the path):
+log lines and dead letters name the subscriber and the URL's scheme and host only.
 
 Retries: network errors, timeouts, 408, 429 and 5xx are retried with exponential
 backoff (``backoff_base_s · 2^k``, capped) up to ``max_attempts``; other 4xx and
@@ -53,27 +59,50 @@ def secret_from_env(env: dict[str, str] | None = None) -> bytes:
     return secret.encode()
 
 
-def sign(secret: bytes, body: bytes, ts: int | None = None) -> str:
-    """The signature header value for ``body``."""
+def _message(ts: int, key: str, body: bytes) -> bytes:
+    return f"{int(ts)}.{key}.".encode() + body
+
+
+def sign(secret: bytes, body: bytes, key: str, ts: int | None = None) -> str:
+    """The signature header value for ``body`` sent with ``Idempotency-Key: key``."""
     ts = int(time.time()) if ts is None else int(ts)
-    mac = hmac.new(secret, f"{ts}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={ts},v1={mac}"
+    mac = hmac.new(secret, _message(ts, key, body), hashlib.sha256).hexdigest()
+    return f"t={ts},v2={mac}"
 
 
-def verify_signature(secret: bytes, header: str, body: bytes, *,
+def verify_signature(secret: bytes, header: str, body: bytes, key: str, *,
                      tolerance_s: float = 300.0, now: float | None = None) -> bool:
-    """Check a signature header (constant time) and that it is at most ``tolerance_s`` old."""
+    """Check a signature header against the body and the ``Idempotency-Key`` received.
+
+    Constant time; false when the timestamp is more than ``tolerance_s`` away from now,
+    when the body or the key differ from the signed ones, or when the header is malformed.
+    """
     try:
         parts = dict(p.split("=", 1) for p in header.split(","))
         ts = int(parts["t"])
-        given = parts["v1"]
-    except (ValueError, KeyError):
+        given = parts["v2"]
+    except (ValueError, KeyError, AttributeError):
+        return False
+    if not isinstance(key, str) or not key:
         return False
     now = time.time() if now is None else now
     if abs(now - ts) > tolerance_s:
         return False
-    want = hmac.new(secret, f"{ts}.".encode() + body, hashlib.sha256).hexdigest()
+    want = hmac.new(secret, _message(ts, key, body), hashlib.sha256).hexdigest()
     return hmac.compare_digest(want, given)
+
+
+def public_url(url: str) -> str:
+    """``scheme://host[:port]/…``: the URL without its path, query or credentials."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<unparseable url>"
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 def idempotency_key(alert_id: str) -> str:
@@ -137,7 +166,7 @@ class WebhookDispatcher:
                 delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
                 await asyncio.sleep(delay)
             headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: key,
-                       SIGNATURE_HEADER: sign(self.secret, body),
+                       SIGNATURE_HEADER: sign(self.secret, body, key),
                        "X-Occustream-Attempt": str(attempt + 1)}
             try:
                 async with session.post(self.url, data=body, headers=headers,
@@ -148,7 +177,7 @@ class WebhookDispatcher:
                     if r.status < 500 and r.status not in RETRYABLE:
                         return error
             except (aiohttp.ClientError, TimeoutError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}".replace(self.url, public_url(self.url))
             log.info("webhook %s: alert %s attempt %d failed (%s)", self.name, alert["id"],
                      attempt + 1, error)
         return error
@@ -172,7 +201,8 @@ class WebhookDispatcher:
                                 error)
                     await client.rpush(rl.webhook_dlq(self.name), json.dumps({
                         "alert": alert, "idempotency_key": idempotency_key(sid_s),
-                        "url": self.url, "error": error, "ts": time.time()}))
+                        "url": public_url(self.url), "name": self.name, "error": error,
+                        "ts": time.time()}))
                 await client.set(rl.webhook_cursor(self.name), sid_s)
                 n += 1
         return n

@@ -14,6 +14,15 @@ seen so far, which defines "far future" and "too late":
 
 The first valid event has no reference and is only checked against the absolute
 range [``MIN_TS``, ``MAX_TS``].
+
+Hostile input (issue 14 A). Decoding never raises: every record value — ``None``
+(a Kafka tombstone), non-UTF-8 bytes, a value over :data:`MAX_RECORD_BYTES`, JSON nested
+deeper than :data:`MAX_DEPTH`, a number too large for a float, a non-object — becomes an
+:class:`Invalid` with its reason, so the observe stage dead-letters it instead of
+crash-looping on it. The size limit (64 KiB; a real observation is ~100 bytes) is
+checked before anything else, and the depth guard counts brackets outside strings
+*before* ``json.loads`` (CPython's decoder recurses once per level and raises
+``RecursionError`` near 1,000 levels).
 """
 
 from __future__ import annotations
@@ -28,10 +37,23 @@ from typing import Any
 MIN_TS = 946_684_800.0
 MAX_TS = 4_102_444_800.0
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}(?::[0-9a-f]{2}){5}$")
+MAC_RE = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")  # used with fullmatch
+
+#: Largest record value decoded (bytes, or characters of a str): larger ones are
+#: dead-lettered as ``too_large`` without being parsed.
+MAX_RECORD_BYTES = 64 * 1024
+#: Deepest nesting of JSON arrays/objects decoded; deeper ones are ``too_deep``.
+MAX_DEPTH = 32
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
 
 #: DLQ reasons (the counter labels). ``missing_field:X`` and ``bad_type:X`` name the field.
 REASONS = (
+    "null_value",
+    "too_large",
+    "too_deep",
+    "bad_encoding",
     "malformed_json",
     "not_an_object",
     "missing_field",
@@ -41,6 +63,8 @@ REASONS = (
     "bad_timestamp",
     "far_future",
     "too_late",
+    "bad_marker",
+    "marker_jump",
 )
 
 
@@ -67,22 +91,64 @@ class Invalid:
         return self.reason.split(":", 1)[0]
 
 
-def decode(raw: bytes | str | dict[str, Any]) -> dict[str, Any] | Invalid:
-    """Decode a record value to a dict, or say why it is not one."""
+def _too_deep(text: str) -> bool:
+    """Whether ``text`` nests arrays/objects deeper than :data:`MAX_DEPTH` (strings skipped).
+
+    Cheap on the hot path: a record with at most :data:`MAX_DEPTH` brackets in all
+    cannot be too deep, and only records with more are scanned.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _BRACKET.finditer(_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def decode(raw: Any) -> dict[str, Any] | Invalid:
+    """Decode a record value to a dict, or say why it is not one (never raises)."""
     if isinstance(raw, dict):
         return raw
+    if raw is None:
+        return Invalid("null_value")
+    if isinstance(raw, bytes | bytearray | memoryview):
+        if len(raw) > MAX_RECORD_BYTES:
+            return Invalid("too_large")
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            return Invalid("bad_encoding")
+    elif isinstance(raw, str):
+        if len(raw) > MAX_RECORD_BYTES:
+            return Invalid("too_large")
+        text = raw
+    else:
+        return Invalid("bad_type:value")
+    if _too_deep(text):
+        return Invalid("too_deep")
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        obj = json.loads(text)
+    except (ValueError, RecursionError):  # ValueError includes too many int digits
         return Invalid("malformed_json")
     if not isinstance(obj, dict):
         return Invalid("not_an_object")
     return obj
 
 
-def parse_observation(
-    raw: bytes | str | dict[str, Any], ap_location: dict[str, str]
-) -> Observation | Invalid:
+def _float(v: Any) -> float | None:
+    """``float(v)`` for a JSON number, None for an int too large for a float."""
+    try:
+        return float(v)
+    except OverflowError:
+        return None
+
+
+def parse_observation(raw: Any, ap_location: dict[str, str]) -> Observation | Invalid:
     """Stateless checks of one record: JSON, fields, types, MAC, AP, absolute time range."""
     obj = decode(raw)
     if isinstance(obj, Invalid):
@@ -101,15 +167,19 @@ def parse_observation(
     if rssi is not None and (isinstance(rssi, bool) or not isinstance(rssi, int | float)):
         return Invalid("bad_type:rssi")
     device = device.lower()
-    if not MAC_RE.match(device):
+    if not MAC_RE.fullmatch(device):
         return Invalid("bad_mac")
-    ts = float(ts)
-    if not math.isfinite(ts) or not (MIN_TS <= ts <= MAX_TS):
+    ts = _float(ts)
+    if ts is None or not math.isfinite(ts) or not (MIN_TS <= ts <= MAX_TS):
         return Invalid("bad_timestamp")
+    if rssi is not None:
+        rssi = _float(rssi)
+        if rssi is None or not math.isfinite(rssi):
+            return Invalid("bad_type:rssi")
     location = ap_location.get(ap)
     if location is None:
         return Invalid("unknown_ap")
-    return Observation(device, ap, location, ts, None if rssi is None else float(rssi))
+    return Observation(device, ap, location, ts, rssi)
 
 
 class EventClock:
@@ -146,9 +216,7 @@ class EventClock:
         return None if self.max_ts is None else self.max_ts - self.lateness_s
 
 
-def validate(
-    raw: bytes | str | dict[str, Any], ap_location: dict[str, str], clock: EventClock
-) -> Observation | Invalid:
+def validate(raw: Any, ap_location: dict[str, str], clock: EventClock) -> Observation | Invalid:
     """Full validation of one record in arrival order (stateless checks, then the clock)."""
     obs = parse_observation(raw, ap_location)
     if isinstance(obs, Invalid):

@@ -50,7 +50,9 @@ def file_records(path: str | os.PathLike[str]) -> Iterator[Record]:
             if isinstance(obj, dict):
                 dev, ts = obj.get("device"), obj.get("ts")
                 if isinstance(dev, str):
-                    key = dev.encode()
+                    # the canonical key (the pipeline lower-cases MACs): one device,
+                    # one partition, whatever the file's spelling
+                    key = dev.strip().lower().encode()
                 if (isinstance(ts, int | float) and not isinstance(ts, bool)
                         and (last is None or abs(ts - last) < PACE_WINDOW_S)):
                     last = float(ts) if last is None else max(last, float(ts))

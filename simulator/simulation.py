@@ -267,7 +267,8 @@ class Simulation:
                 yield macs[mac[i]], line.encode(), last
             else:
                 dev = self._malformed[k][1].get("device")
-                yield (dev.encode() if isinstance(dev, str) else None), line.encode(), last
+                key = dev.strip().lower().encode() if isinstance(dev, str) else None
+                yield key, line.encode(), last  # canonical key: one device, one partition
 
     def arrival_times(self) -> np.ndarray:
         """Arrival time of every valid event (epoch s), in stream order."""

@@ -31,8 +31,8 @@ Records (JSON; docs/DESIGN.md "Topics and records", with these refinements):
   window}`` with window ``tick`` or ``hour`` — never an ex-post ε.
 * ``privacy.ledger`` (key = mechanism): :class:`mechanisms.accounting.LedgerRecord`.
 * ``wifi.observations`` may carry watermark markers ``{"watermark": ts}`` (see
-  :func:`streams.pipeline.presence.marker`), sent by the occupancy stage to idle
-  partitions.
+  :func:`streams.pipeline.presence.sign_marker`, HMAC-signed), sent by the occupancy
+  stage to idle partitions.
 """
 
 from __future__ import annotations

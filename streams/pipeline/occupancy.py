@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -80,24 +81,19 @@ class OccupancyState:
             if off <= self.offset:
                 continue
             self.offset = off
-            try:
-                rec: dict[str, Any] = json.loads(raw)
-                tick = float(rec["tick"])
-                p = str(int(rec["partition"]))
-                n = int(rec["partitions"])
-                first = float(rec["first_tick"])
-                counts, ttl = list(rec["counts"]), list(rec.get("ttl") or [])
-            except (ValueError, KeyError, TypeError):
+            parsed = _parse_partial(raw)
+            if parsed is None:
                 continue  # not ours; partials are produced only by the presence stage
+            tick, p, n, first, counts, ttl, max_ts, wall = parsed
             if self.partitions is None:
                 self.partitions = n
-            self.max_ts[p] = max(self.max_ts.get(p, 0.0), float(rec.get("max_ts") or 0.0))
+            self.max_ts[p] = max(self.max_ts.get(p, 0.0), max_ts)
             self.first.setdefault(p, first)
             if self.next_tick is not None and tick < self.next_tick:
                 continue  # a replayed partial of a tick already final
             slot = self.pending.setdefault(_k(tick), {})
             slot.setdefault(p, [counts, ttl])  # first one wins (replays are identical)
-            self.wall[_k(tick)] = max(self.wall.get(_k(tick), 0.0), float(rec.get("wall") or 0))
+            self.wall[_k(tick)] = max(self.wall.get(_k(tick), 0.0), wall)
         return self._finalise(tick_s)
 
     def blocking(self) -> list[int]:
@@ -139,6 +135,37 @@ class OccupancyState:
             self.pending.pop(_k(t), None)
             self.next_tick = t + tick_s
             self.released += 1
+
+
+def _ints(v: Any) -> list[int] | None:
+    if not isinstance(v, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return None
+    return v
+
+
+def _parse_partial(
+    raw: Any,
+) -> tuple[float, str, int, float, list[int], list[int], float, float] | None:
+    """The fields of a partial record, or None for anything malformed (never raises)."""
+    try:  # no size limit here: a big site's partial may pass schema.MAX_RECORD_BYTES
+        rec = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    try:
+        tick, first = float(rec["tick"]), float(rec["first_tick"])
+        part, n = rec["partition"], rec["partitions"]
+        max_ts, wall = float(rec.get("max_ts") or 0.0), float(rec.get("wall") or 0.0)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    counts, ttl = _ints(rec.get("counts")), _ints(rec.get("ttl") or [])
+    if (counts is None or ttl is None or isinstance(part, bool) or isinstance(n, bool)
+            or not isinstance(part, int) or not isinstance(n, int) or not 0 <= part < n
+            or not all(math.isfinite(x) for x in (tick, first, max_ts, wall))):
+        return None
+    return tick, str(part), n, first, counts, ttl, max_ts, wall
 
 
 def _k(tick: float) -> str:

@@ -27,6 +27,8 @@ state and the same partials (the whole function is deterministic in offset order
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import re
@@ -40,41 +42,89 @@ from typing import Any
 import numpy as np
 
 from mechanisms.pseudonym import ttl_expired
-from occupancy.schema import EventClock, Invalid, decode, validate
+from occupancy.schema import MAX_TS, MIN_TS, EventClock, Invalid, decode, validate
 from streams.pipeline.identity import state_from_json, state_to_json
 
-_MAC_LIKE = re.compile(r"(?i)(?:[0-9a-f]{2}[:\-.]?){5}[0-9a-f]{2}")
 REDACTED = "<redacted>"
-#: Watermark marker records on ``wifi.observations`` start with this (see :func:`marker`).
+#: Watermark marker records on ``wifi.observations`` start with this (see :func:`sign_marker`).
 WATERMARK_PREFIX = b'{"watermark":'
+#: Longest marker record accepted (a signed marker is ~120 bytes).
+MAX_MARKER_BYTES = 256
+_MARKER_DOMAIN = b"occustream-watermark-marker-v1"
 
 
-def marker(ts: float) -> bytes:
-    """A watermark marker record: advances a partition's event clock to ``ts``.
+def _marker_tag(secret: bytes, ts: float, partition: int) -> str:
+    msg = b"\x00".join((_MARKER_DOMAIN, str(int(partition)).encode(), repr(float(ts)).encode()))
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def sign_marker(ts: float, secret: bytes, partition: int) -> bytes:
+    """A watermark marker record for one partition: advances its event clock to ``ts``.
 
     The occupancy stage appends one to a partition that has been idle while the others
     moved on (e.g. at night), with ``ts`` an event time another partition has already
     seen, so the idle partition's clock never passes the global event clock. The marker
     is in the partition's log, so replays see it at the same place (deterministic).
     It is not an observation: it is neither counted nor dead-lettered.
+
+    Only the product can move the clock: the record carries an HMAC-SHA256 tag under
+    the pipeline's secret over (domain, partition, ``ts``), so a marker forged by
+    another producer, or copied to another partition, is refused
+    (:func:`verify_marker`) and dead-lettered as ``bad_marker``.
     """
-    return WATERMARK_PREFIX + json.dumps(float(ts)).encode() + b"}"
+    ts = float(ts)
+    return json.dumps({"watermark": ts, "partition": int(partition),
+                       "sig": _marker_tag(secret, ts, partition)},
+                      separators=(",", ":")).encode()
 
 
-def _marker(raw: bytes) -> float | None:
+def verify_marker(raw: Any, secret: bytes, partition: int) -> float | Invalid:
+    """The event time of an authentic marker for ``partition``, else ``Invalid("bad_marker")``.
+
+    Never raises: oversized, malformed, unsigned, wrongly signed, other-partition and
+    out-of-range markers are all ``bad_marker``.
+    """
+    bad = Invalid("bad_marker")
+    if not isinstance(raw, bytes | bytearray) or len(raw) > MAX_MARKER_BYTES:
+        return bad
+    obj = decode(raw)
+    if isinstance(obj, Invalid) or set(obj) != {"watermark", "partition", "sig"}:
+        return bad
+    ts, p, sig = obj["watermark"], obj["partition"], obj["sig"]
+    if (isinstance(ts, bool) or not isinstance(ts, float | int) or isinstance(p, bool)
+            or not isinstance(p, int) or p != partition or not isinstance(sig, str)):
+        return bad
     try:
-        v = float(json.loads(raw)["watermark"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    return v if math.isfinite(v) else None
+        ts = float(ts)
+    except OverflowError:
+        return bad
+    if not (math.isfinite(ts) and MIN_TS <= ts <= MAX_TS):
+        return bad
+    if not hmac.compare_digest(sig, _marker_tag(secret, ts, partition)):
+        return bad
+    return ts
+
+
+#: Separators of MAC spellings: colon, dash, dot, space/whitespace, underscore.
+_SEP = r"[:\-._\s]?"
+_MAC_LIKE = re.compile(
+    r"(?i)(?:[0-9a-f]{2}" + _SEP + r"){5}[0-9a-f]{2}"  # aa:bb:cc:dd:ee:ff and kin
+    r"|[0-9a-f]{4}" + _SEP + r"[0-9a-f]{4}" + _SEP + r"[0-9a-f]{4}")  # Cisco aabb.ccdd.eeff
+#: JSON ``\uXXXX`` escapes of ASCII characters (``\u003a`` = ``:``), undone before the
+#: MAC search so an escaped separator or digit cannot hide a MAC.
+_ASCII_ESCAPE = re.compile(r"\\+u00([0-7][0-9a-fA-F])")
 MAX_RAW_CHARS = 2000
 
 
-def redact(raw: bytes | str) -> str:
-    """The record as text with anything MAC-like removed (for the DLQ).
+def redact(raw: Any) -> str:
+    r"""The record as text with anything MAC-like removed (for the DLQ).
 
     A JSON object has its ``device`` field replaced whatever its content (a bad MAC
-    may still identify a device); other text has MAC-shaped substrings replaced.
+    may still identify a device); other text has MAC-shaped substrings replaced, in
+    every spelling: separators ``:`` ``-`` ``.`` ``_`` or whitespace or none, any case,
+    Cisco ``xxxx.xxxx.xxxx``, and with JSON ``\u00XX`` escapes undone first. The whole
+    text is redacted before it is cut to :data:`MAX_RAW_CHARS` (no half MAC survives
+    at the cut).
     """
     obj = decode(raw)
     if isinstance(obj, dict):
@@ -83,10 +133,15 @@ def redact(raw: bytes | str) -> str:
             obj["device"] = REDACTED
         try:
             text = json.dumps(obj, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            text = str(obj)
+        except (TypeError, ValueError, RecursionError):
+            text = REDACTED
+    elif raw is None:
+        text = ""
+    elif isinstance(raw, bytes | bytearray | memoryview):
+        text = bytes(raw).decode("utf-8", "replace")
     else:
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        text = str(raw)
+    text = _ASCII_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
     return _MAC_LIKE.sub(REDACTED, text)[:MAX_RAW_CHARS]
 
 
@@ -135,6 +190,7 @@ class StageConfig:
     ttl_s: float
     secret: bytes
     track_ttl: bool = True
+    max_marker_jump_s: float = 2 * 86400.0
 
 
 @dataclass
@@ -210,14 +266,13 @@ class PartitionState:
                 out.skipped += 1
                 continue
             last = off
-            if raw[:13] == WATERMARK_PREFIX:
-                wm_ts = _marker(raw)
-                if wm_ts is not None:
-                    if clock.max_ts is None or wm_ts > clock.max_ts:
-                        clock.max_ts = wm_ts
+            if isinstance(raw, bytes) and raw.startswith(WATERMARK_PREFIX):
+                obs = self._marker(raw, cfg, clock)
+                if obs is None:
                     continue
+            else:
+                obs = validate(raw, ap_location, clock)
             out.processed += 1
-            obs = validate(raw, ap_location, clock)
             if isinstance(obs, Invalid):
                 kind = obs.kind
                 dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
@@ -252,6 +307,23 @@ class PartitionState:
         self.min_ts = min_ts
         out.partials = self._finalise(cfg, track_ttl)
         return out
+
+    def _marker(self, raw: bytes, cfg: StageConfig, clock: EventClock) -> Invalid | None:
+        """Apply a watermark marker to ``clock``; None if it was applied, else why not.
+
+        A marker must be authentic for this partition (:func:`verify_marker`) and at most
+        ``cfg.max_marker_jump_s`` ahead of the partition's clock (``marker_jump``), so
+        one record can never make the stage finalise (and allocate) more than
+        ``max_marker_jump_s / tick_s`` ticks.
+        """
+        ts = verify_marker(raw, cfg.secret, self.partition)
+        if isinstance(ts, Invalid):
+            return ts
+        if clock.max_ts is not None and ts - clock.max_ts > cfg.max_marker_jump_s:
+            return Invalid("marker_jump")
+        if clock.max_ts is None or ts > clock.max_ts:
+            clock.max_ts = ts
+        return None
 
     def watermark(self, lateness_s: float) -> float | None:
         """Max event time − allowed lateness (None before the first event)."""

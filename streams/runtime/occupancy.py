@@ -18,7 +18,7 @@ from typing import Any
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
 from streams.pipeline.occupancy import OccupancyState
-from streams.pipeline.presence import marker
+from streams.pipeline.presence import sign_marker
 from streams.pipeline.release import Releaser, release_record
 from streams.runtime.checkpoint import CheckpointStore
 from streams.runtime.output import Output
@@ -125,7 +125,7 @@ class OccupancyRuntime:
 
         When the next tick has not become final for ``idle_s`` wall seconds, each
         partition it still waits for gets a watermark marker carrying the largest event
-        time any partition has reported (:func:`~streams.pipeline.presence.marker`).
+        time any partition has reported (:func:`~streams.pipeline.presence.sign_marker`).
         """
         st = self.state
         if st is None or st.partitions is None:
@@ -143,7 +143,8 @@ class OccupancyRuntime:
         for p in st.blocking():
             if st.max_ts.get(str(p), 0.0) >= g or self._marker_sent.get(p) == g:
                 continue
-            await self.output.send(obs_topic, b"__watermark__", marker(g), partition=p)
+            await self.output.send(obs_topic, b"__watermark__",
+                                   sign_marker(g, self.s.secret, p), partition=p)
             self._marker_sent[p] = g
             sent.append(p)
         if sent:

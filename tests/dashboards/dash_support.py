@@ -63,12 +63,15 @@ def campus_dict() -> dict[str, Any]:
 class Served:
     """A dashboard app served from a background thread."""
 
-    def __init__(self, site: Site, redis_url: str, **kw: Any) -> None:
+    def __init__(self, site: Site, redis_url: str, *, header_timeout_s: float = 10.0,
+                 **kw: Any) -> None:
         from aiohttp import web
 
         self.loop = asyncio.new_event_loop()
         self.app = create_app(site, redis_url, TOKENS, **kw)
-        self.runner = web.AppRunner(self.app)
+        from dashboards.hardening import server_options
+
+        self.runner = web.AppRunner(self.app, **server_options(header_timeout_s))
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.call(self.runner.setup())

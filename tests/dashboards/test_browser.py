@@ -125,20 +125,20 @@ def test_scrubber_replays_the_day(seeded: dict[str, Any], page: Any) -> None:
 
     page.focus("#scrub")
     page.keyboard.press("Home")  # first tick of the day
-    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[0]}")
+    page.wait_for_function(f"() => window.__occustream.snapshot.tick === {day_ticks[0]}")
     idx = [site.location_index[loc] for loc in floor_locs]
     assert shown() == pytest.approx(w["values"]["laplace"][-24][idx])
     assert page.get_attribute("#live", "aria-pressed") == "false"
     page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[1]}")
+    page.wait_for_function(f"() => window.__occustream.snapshot.tick === {day_ticks[1]}")
     assert shown() == pytest.approx(w["values"]["laplace"][-23][idx])
     # play: walks forward tick by tick and returns to live at the end
     page.click("#play")
-    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[5]}",
+    page.wait_for_function(f"() => window.__occustream.snapshot.tick === {day_ticks[5]}",
                            timeout=10_000)
     page.click("#play")  # pause
     page.click("#live")
-    page.wait_for_function(f"window.__occustream.snapshot.tick === {day_ticks[-1]}")
+    page.wait_for_function(f"() => window.__occustream.snapshot.tick === {day_ticks[-1]}")
     assert page.get_attribute("#live", "aria-pressed") == "true"
 
 
@@ -174,11 +174,11 @@ def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any
             assert "Total" in total and "excl. ttl" in total
             # TTL: no interval, "no formal guarantee" in the tooltip
             page.select_option("#mech", "ttl")
-            page.wait_for_function("window.__occustream.snapshot.mech === 'ttl'")
+            page.wait_for_function("() => window.__occustream.snapshot.mech === 'ttl'")
             page.locator("#plan .loc").nth(1).focus()
             assert "no formal guarantee" in page.inner_text("#tooltip")
             page.select_option("#mech", "laplace")
-            page.wait_for_function("window.__occustream.snapshot.mech === 'laplace'")
+            page.wait_for_function("() => window.__occustream.snapshot.mech === 'laplace'")
             page.locator("#plan [data-location='hall-110']").hover()
         page.screenshot(path=str(artifacts_dir / f"dashboard-{name}.png"))
         ctx.close()
@@ -196,8 +196,9 @@ def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
     assert page.evaluate("window.__marker") == "no-reload"
     # a first day has no baseline: "auto" colours by the share of capacity, and says so
     page.click("#live")
-    page.wait_for_function("window.__occustream.snapshot && window.__occustream.snapshot.tick")
-    page.wait_for_function("document.querySelector('#plan .loc').dataset.class !== ''")
+    page.wait_for_function(
+        "() => window.__occustream.snapshot && window.__occustream.snapshot.tick")
+    page.wait_for_function("() => document.querySelector('#plan .loc').dataset.class !== ''")
     assert "share of fire-code capacity" in page.inner_text("#legend")
     vals = page.evaluate("window.__occustream.snapshot.values")
     for cls_fill in [page.get_attribute(f"[data-location='{loc.id}']", "data-class")

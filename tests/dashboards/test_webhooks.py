@@ -48,7 +48,8 @@ class Receiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
-        if not verify_signature(SECRET, request.headers.get(SIGNATURE_HEADER, ""), body):
+        if not verify_signature(SECRET, request.headers.get(SIGNATURE_HEADER, ""), body,
+                                request.headers.get(IDEMPOTENCY_HEADER, "")):
             self.bad_signatures += 1
             return web.Response(status=401)
         key = request.headers[IDEMPOTENCY_HEADER]
@@ -76,12 +77,20 @@ class Receiver:
 
 def test_signature_roundtrip_and_tamper() -> None:
     body = b'{"a":1}'
-    header = sign(SECRET, body, ts=1000)
-    assert verify_signature(SECRET, header, body, now=1000)
-    assert not verify_signature(SECRET, header, body + b" ", now=1000)
-    assert not verify_signature(b"other-secret-xxxxxxxx", header, body, now=1000)
-    assert not verify_signature(SECRET, header, body, now=1000 + 301)  # replay window
-    assert not verify_signature(SECRET, "garbage", body, now=1000)
+    key = idempotency_key("1-0")
+    header = sign(SECRET, body, key, ts=1000)
+    assert verify_signature(SECRET, header, body, key, now=1000)
+    assert not verify_signature(SECRET, header, body + b" ", key, now=1000)
+    assert not verify_signature(b"other-secret-xxxxxxxx", header, body, key, now=1000)
+    assert not verify_signature(SECRET, header, body, key, now=1000 + 301)  # replay window
+    assert not verify_signature(SECRET, "garbage", body, key, now=1000)
+    # a replay inside the window under a fresh Idempotency-Key does not verify
+    assert not verify_signature(SECRET, header, body, idempotency_key("1-1"), now=1000)
+    assert not verify_signature(SECRET, header, body, "", now=1000)
+    # nor does a re-timed header with the old signature
+    forged = header.replace("t=1000", "t=1100")
+    assert not verify_signature(SECRET, forged, body, key, now=1100)
+    assert "v2=" in header and "v1=" not in header
     assert idempotency_key("1-0") == idempotency_key("1-0") != idempotency_key("1-1")
     with pytest.raises(ConfigError):
         WebhookDispatcher("redis://x", "ftp://nope", SECRET)
@@ -189,6 +198,14 @@ def test_network_error_is_retried(redis_url: str, redis_client: Any) -> None:
     assert d.dead_lettered == 1
     letter = json.loads(redis_client.lindex(rl.webhook_dlq("nohost"), 0))
     assert "Connect" in letter["error"] or "connect" in letter["error"]
+    assert "/hook" not in json.dumps(letter)  # the URL's path may be a credential
+
+
+def test_public_url_hides_path_and_credentials() -> None:
+    from dashboards.webhooks import public_url
+
+    assert public_url("https://u:pw@hooks.example.com:8443/services/T0/B0/XyZsecret?x=1") == (
+        "https://hooks.example.com:8443/…")
 
 
 def test_dashboard_app_runs_its_webhooks(campus: Any, redis_url: str, redis_client: Any) -> None:

@@ -106,7 +106,7 @@ def test_dlq_redacts_macs():
 
 def test_watermark_markers_finalise_idle_partitions(site, sim):
     """A quiet partition holds ticks back until a marker (from the log) moves its clock."""
-    from streams.pipeline.presence import marker
+    from streams.pipeline.presence import sign_marker
 
     parts = _partitioned(sim, 4)
     cfg = _cfg(site)
@@ -124,7 +124,7 @@ def test_watermark_markers_finalise_idle_partitions(site, sim):
         pytest.skip("no partition was idle at the end of this simulated day")
     assert blocked
     for p in blocked:  # what the occupancy stage does after idle_s
-        res = states[p].process([(len(parts[p]), marker(g))], cfg, pseudo)
+        res = states[p].process([(len(parts[p]), sign_marker(g, SECRET, p))], cfg, pseudo)
         assert not res.dlq and res.processed == 0
         log += [x.to_json(4, site.id) for x in res.partials]
     final += occ.process([(i, v) for i, v in enumerate(log)], 300.0)

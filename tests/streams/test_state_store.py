@@ -45,8 +45,9 @@ def run_hour(s: Any) -> Pipeline:
     sim = simulate(site, days=1 / 24, seed=5, start=DAY0)
     recs = [(i, value) for i, (_, value, _) in enumerate(sim.records())]
     # a watermark marker far enough ahead finalises every tick of the hour
-    from streams.pipeline.presence import marker
-    recs.append((len(recs), marker(DAY0 + 3600 + s.validity_s + s.lateness_s + s.tick_s)))
+    from streams.pipeline.presence import sign_marker
+    recs.append((len(recs), sign_marker(
+        DAY0 + 3600 + s.validity_s + s.lateness_s + s.tick_s, s.secret, 0)))
     pipe = Pipeline(s, site, PipelineSink.for_settings, app=None)
 
     # read_topic runs its own event loop: drive ours step by step around it
