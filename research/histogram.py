@@ -47,12 +47,15 @@ from mechanisms.histograms.kdtree import (
     kd_tree_release,
     usefulness_accuracy,
 )
+from mechanisms.histograms.select2d import release_2d
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 MULTI_D = ("kdtree", "cell")
-ALGORITHMS = TABLE_II + MULTI_D
+#: 2-D algorithms of issue 17 (mechanisms.histograms.select2d); "auto-2d" = the selection
+SPATIAL = ("auto-2d", "AG", "UG", "QuadTree", "kd-hierarchical")
+ALGORITHMS = TABLE_II + MULTI_D + SPATIAL
 SLOT_S = 300.0
 
 #: DPBench data set names → files (README of the DPBench data folder)
@@ -272,6 +275,14 @@ def _release(args: argparse.Namespace) -> int:
         else:
             kd = kd_tree_release(cube, eff, xi0=args.xi0, rng=rng, discrete=discrete)
             est, n_bins, shares = kd.estimate, len(kd.boxes), {"cells": 0.5, "partitions": 0.5}
+    elif algo in SPATIAL:
+        if cube.ndim != 2:
+            raise InvalidParameterError(f"--algorithm {algo} needs a 2-D cube, not {cube.ndim}-D")
+        sp = release_2d(
+            cube, eff, algorithm="auto" if algo == "auto-2d" else algo, rng=rng, discrete=discrete
+        )
+        est, n_bins = sp.estimate, len(sp.boxes) or int(cube.size)
+        shares = {k: v / eff for k, v in sp.parts.items()}
     else:
         cfg = parse_config(algo)
         rel = run_config(cfg, cube, eff, gamma_in=args.gamma_in, rng=rng, discrete=discrete)
@@ -518,15 +529,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    r = sub.add_parser("release", help="release a day's occupancy cube as a DP histogram",
-                       formatter_class=HelpFormatter)
+    r = sub.add_parser(
+        "release",
+        help="release a day's occupancy cube as a DP histogram",
+        formatter_class=HelpFormatter,
+    )
     r.add_argument("input", help=".npy / .csv cube (locations × slots) or simulator .jsonl")
     r.add_argument(
         "--algorithm",
         "-a",
         default="DAWA",
         choices=ALGORITHMS,
-        help="SORTaki Table II configuration, kdtree or cell (default DAWA)",
+        help="SORTaki Table II configuration, kdtree, cell or a 2-D algorithm (default DAWA)",
     )
     r.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget ε")
     r.add_argument(
@@ -547,7 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--xi0",
         type=float,
         default=None,
-        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+        help="kd-tree count threshold ξ₀ (default 40/ε; inf: uniformity only)",
     )
     r.add_argument(
         "--continuous",
@@ -570,8 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--seed", type=int, default=None, help="seed the noise (tests only)")
 
-    e = sub.add_parser("evaluate", help="DPBench-style comparison of the algorithms",
-                       formatter_class=HelpFormatter)
+    e = sub.add_parser(
+        "evaluate", help="DPBench-style comparison of the algorithms", formatter_class=HelpFormatter
+    )
     e.add_argument(
         "--data",
         "-d",
@@ -631,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--xi0",
         type=float,
         default=None,
-        help="kd-tree count threshold ξ₀ (default 100/ε; inf: uniformity only)",
+        help="kd-tree count threshold ξ₀ (default 40/ε; inf: uniformity only)",
     )
     e.add_argument("--format", default="md", choices=("md", "html"), help="report format")
     e.add_argument("--out", "-o", default="histogram-eval", help="output folder")

@@ -1,0 +1,182 @@
+"""2-D DP histograms on DPBench (issue 17): the default (selected) release vs the best of
+{AG, UG, QuadTree, kd-tree, cells} per cell.
+
+Grid (Hay et al. SIGMOD 2016, DPBench): BJ-CABS-E, GOWALLA, STROKE, ADULT-2D at 256×256;
+scales 1e4 / 1e5 / 1e6 (the DPBench generator: ``scale`` records drawn from the
+normalised file); ε ∈ {0.1, 1}; 2000 random rectangles (uniform extents and positions,
+:func:`~mechanisms.histograms.evaluation.random_boxes`); error ``‖Wx − Wx̂‖₂/(q·scale)``;
+5 trials, the median per cell. Seeds: master ``SEED``; data of trial t from
+SeedSequence([SEED, dataset, scale, t]) (every algorithm sees the same data), queries
+from [SEED, dataset, 7], noise from [SEED, dataset, scale, ε, t, algorithm].
+Every algorithm runs in this process on the same inputs; the default is
+:func:`~mechanisms.histograms.select2d.release_2d` (5 % of ε on N̂, then the chosen one).
+
+Also the identity workload (every cell count, 3 trials; the data-aware rule is not run).
+Figures per ε: geo-mean over the cells of (default / best candidate), the worst cell,
+each candidate's geo-mean ratio to the best, kd-tree vs cells (wins), and the same for
+the data-aware rule (``release_2d(features="occupancy")``, one more DP count). ``--quick``:
+2 trials, 2 data sets. A Markdown table goes to bench/results/histograms_2d.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mechanisms.histograms import evaluation as ev
+from mechanisms.histograms.select2d import release_2d, run_2d
+from research.histogram import DPBENCH_2D, dpbench_dir, load_array
+
+OUT = Path(__file__).parent / "results"
+SEED = 17
+DATASETS = ("BJ-CABS-E", "GOWALLA", "STROKE", "ADULT-2D")
+SCALES = (10_000, 100_000, 1_000_000)
+EPSILONS = (0.1, 1.0)
+CANDIDATES = ("AG", "UG", "QuadTree", "kd-tree", "cells")
+N_QUERIES = 2000
+
+
+def _gen(*key: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(key))))
+
+
+def load_cubes(names: tuple[str, ...] | list[str]) -> dict[str, np.ndarray]:
+    """The DPBench 2-D files by name (generated shapes when the folder is absent)."""
+    data_dir = dpbench_dir()
+    if data_dir is None:
+        rng = np.random.default_rng(SEED)
+        return {f"GEN-2D-{i}": rng.gamma(0.3, 1.0, (256, 256)) for i in range(2)}
+    return {n: load_array(data_dir / DPBENCH_2D[n]) for n in names}
+
+
+def measure(
+    cubes: dict[str, np.ndarray],
+    algorithms: tuple[str, ...] | list[str],
+    *,
+    scales: tuple[int, ...] = SCALES,
+    epsilons: tuple[float, ...] = EPSILONS,
+    trials: int = 5,
+    seed: int = SEED,
+    n_queries: int = N_QUERIES,
+    workload: str = "rectangles",
+) -> dict[tuple[str, int, float], dict[str, list[float]]]:
+    """Errors per (data set, scale, ε) cell and algorithm ("default" = the selection).
+
+    ``workload``: "rectangles" (``n_queries`` random boxes) or "identity" (every cell:
+    ``‖x − x̂‖₂/(n·scale)``).
+    """
+    out: dict[tuple[str, int, float], dict[str, list[float]]] = {}
+    for d_i, (name, shape) in enumerate(cubes.items()):
+        boxes = ev.random_boxes(shape.shape, n_queries, rng=_gen(seed, d_i, 7))
+        for s_i, scale in enumerate(scales):
+            data = [ev.resample(shape, scale, rng=_gen(seed, d_i, s_i, t)) for t in range(trials)]
+            for e_i, eps in enumerate(epsilons):
+                cell = out.setdefault((name, scale, eps), {})
+                for a_i, alg in enumerate(algorithms):
+                    errs = []
+                    for t, x in enumerate(data):
+                        rng = _gen(seed, d_i, s_i, e_i, t, 100 + a_i)
+                        if alg == "default":
+                            est = release_2d(x, eps, workload=workload, rng=rng).estimate
+                        elif alg == "default+occupancy":
+                            est = release_2d(x, eps, features="occupancy", rng=rng).estimate
+                        else:
+                            est = run_2d(alg, x, eps, rng=rng).estimate
+                        if workload == "identity":
+                            errs.append(float(np.linalg.norm(x - est) / (x.size * x.sum())))
+                        else:
+                            errs.append(ev.scaled_error_boxes(x, est, boxes))
+                    cell[alg] = errs
+    return out
+
+
+def geomean(v: list[float]) -> float:
+    """Geometric mean (NaN when empty)."""
+    return float(np.exp(np.mean(np.log(v)))) if v else math.nan
+
+
+def summarise(
+    errors: dict[tuple[str, int, float], dict[str, list[float]]],
+    candidates: tuple[str, ...] = CANDIDATES,
+) -> dict:
+    """Per ε: geo-mean of default/best, worst cell, candidates' ratios, kd vs cells."""
+    figures: dict = {}
+    for eps in sorted({k[2] for k in errors}):
+        cells = {k: v for k, v in errors.items() if k[2] == eps}
+        ratios, worst = [], ("", 0.0)
+        cand_ratio: dict[str, list[float]] = {a: [] for a in candidates}
+        kd_wins = 0
+        occ: list[float] = []
+        worst_occ = ("", 0.0)
+        for (name, scale, _), errs in cells.items():
+            med = {a: float(np.median(e)) for a, e in errs.items()}
+            best = min(med[a] for a in candidates)
+            for a in candidates:
+                cand_ratio[a].append(med[a] / best)
+            if "default" in med:
+                r = med["default"] / best
+                ratios.append(r)
+                if r > worst[1]:
+                    worst = (f"{name} scale {scale}", r)
+            if med.get("default+occupancy") is not None:
+                r = med["default+occupancy"] / best
+                occ.append(r)
+                if r > worst_occ[1]:
+                    worst_occ = (f"{name} scale {scale}", r)
+            kd_wins += int(med["kd-tree"] < med["cells"])
+        figures[f"eps_{eps:g}"] = {
+            "default_vs_best_geomean": round(geomean(ratios), 3),
+            "worst_cell": worst[0],
+            "worst_ratio": round(worst[1], 3),
+            "candidates_vs_best_geomean": {a: round(geomean(v), 3) for a, v in cand_ratio.items()},
+            "kdtree_beats_cells": f"{kd_wins}/{len(cells)}",
+        }
+        if occ:
+            figures[f"eps_{eps:g}"]["occupancy_rule_vs_best_geomean"] = round(geomean(occ), 3)
+            figures[f"eps_{eps:g}"]["occupancy_rule_worst"] = f"{worst_occ[0]} {worst_occ[1]:.3f}"
+    return figures
+
+
+def markdown(errors: dict, figures: dict, algorithms: tuple[str, ...]) -> str:
+    """Per-cell medians (×1e-4 … as printed) and the summary."""
+    lines = [
+        "# 2-D histograms on DPBench (bench_histograms_2d)",
+        "",
+        "Median scaled error over trials; ratio = default / best candidate.",
+        "",
+        "| data | scale | ε | " + " | ".join(algorithms) + " | ratio |",
+        "|---|---|---|" + "---|" * (len(algorithms) + 1),
+    ]
+    for (name, scale, eps), errs in errors.items():
+        med = {a: float(np.median(e)) for a, e in errs.items()}
+        best = min(med[a] for a in CANDIDATES)
+        row = " | ".join(f"{med[a]:.3g}" for a in algorithms)
+        lines.append(f"| {name} | {scale:g} | {eps:g} | {row} | {med['default'] / best:.2f} |")
+    lines += ["", "```", repr(figures), "```", ""]
+    return "\n".join(lines)
+
+
+def run(quick: bool = False) -> dict:
+    """The 2-D benchmark (quick: 2 trials, BJ-CABS-E and ADULT-2D)."""
+    t0 = time.perf_counter()
+    names = ("BJ-CABS-E", "ADULT-2D") if quick else DATASETS
+    algorithms = (*CANDIDATES, "default", "default+occupancy")
+    cubes = load_cubes(names)
+    errors = measure(cubes, algorithms, trials=2 if quick else 5)
+    figures = summarise(errors)
+    ident = measure(cubes, (*CANDIDATES, "default"), trials=2 if quick else 3, workload="identity")
+    figures["identity"] = summarise(ident)
+    figures["seconds"] = round(time.perf_counter() - t0, 1)
+    figures["quick"] = quick
+    figures["seed"] = SEED
+    OUT.mkdir(exist_ok=True)
+    md = "histograms_2d_quick.md" if quick else "histograms_2d.md"  # keep the full table
+    text = markdown(errors, figures, algorithms)
+    text += "\n## identity workload\n\n" + markdown(
+        ident, figures["identity"], (*CANDIDATES, "default")
+    )
+    (OUT / md).write_text(text)
+    return figures
