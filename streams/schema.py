@@ -14,6 +14,15 @@ seen so far, which defines "far future" and "too late":
 
 The first valid event has no reference and is only checked against the absolute
 range [``MIN_TS``, ``MAX_TS``].
+
+Pseudonymised at the edge: a record with ``"pseudonymised": true`` (written by the
+network connectors, :mod:`connectors.edge`) carries in ``device`` the keyed HMAC
+pseudonym :func:`mechanisms.pseudonym.hmac_pseudonym` of the MAC (32 lower-case hex
+characters) instead of the MAC, and is keyed by it. It is validated the same way, with
+the pseudonym in place of the MAC syntax check; :attr:`Observation.pseudonymised` tells
+the observe stage not to hash it again, so with the same secret a device gets the same
+pseudonym on both paths (the TTL-salt stage then salts the pseudonym instead of the MAC:
+other TTL pseudonyms, the same TTL counts).
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ MIN_TS = 946_684_800.0
 MAX_TS = 4_102_444_800.0
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(?::[0-9a-f]{2}){5}$")
+#: An edge pseudonym (``mechanisms.pseudonym.hmac_pseudonym``: 128 bits in hex).
+PSEUDONYM_RE = re.compile(r"^[0-9a-f]{32}$")
 
 #: DLQ reasons (the counter labels). ``missing_field:X`` and ``bad_type:X`` name the field.
 REASONS = (
@@ -53,6 +64,7 @@ class Observation:
     location: str
     ts: float
     rssi: float | None = None
+    pseudonymised: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +113,8 @@ def parse_observation(
     if rssi is not None and (isinstance(rssi, bool) or not isinstance(rssi, int | float)):
         return Invalid("bad_type:rssi")
     device = device.lower()
-    if not MAC_RE.match(device):
+    pseudonymised = obj.get("pseudonymised") is True
+    if not (PSEUDONYM_RE if pseudonymised else MAC_RE).match(device):
         return Invalid("bad_mac")
     ts = float(ts)
     if not math.isfinite(ts) or not (MIN_TS <= ts <= MAX_TS):
@@ -109,7 +122,8 @@ def parse_observation(
     location = ap_location.get(ap)
     if location is None:
         return Invalid("unknown_ap")
-    return Observation(device, ap, location, ts, None if rssi is None else float(rssi))
+    return Observation(device, ap, location, ts, None if rssi is None else float(rssi),
+                       pseudonymised)
 
 
 class EventClock:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("mechanisms", "streams", "simulator", "dashboards")
+LIBRARY = ("mechanisms", "streams", "simulator", "dashboards", "connectors")
 FORBIDDEN_IN_MECHANISMS = {
     "faust", "redis", "kafka", "aiokafka", "aiohttp", "streams", "simulator", "dashboards"
 }
