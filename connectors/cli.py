@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--metrics-port", type=int, default=9108,
                        help="port of /health and /metrics (0 = any free port)")
         p.add_argument("--dedupe-window-s", type=float, default=600.0,
-                       help="drop repeats of an observation within this event-time window")
+                       help="drop repeats of an observation received within this many seconds")
 
     p = sub.add_parser("meraki", help="Meraki Scanning API v3 receiver (HTTP)")
     common(p)

@@ -15,9 +15,10 @@ tuples and hands them to :meth:`Edge.observe`. The edge
    writes ``{"device": pseudonym, "ap", "ts", "rssi"?, "pseudonymised": true}`` to
    ``wifi.observations`` keyed by the pseudonym (one device, one partition);
 4. drops a repeat of an observation already produced (same pseudonym, AP and event
-   time, within ``dedupe_window_s``): replayed posts / retransmissions produce one
-   record. A repeat older than the window is produced again, which is harmless — the
-   oracle's presence of a device is unchanged by a second identical observation;
+   time, received within ``dedupe_window_s`` of wall time): replayed posts and
+   retransmissions produce one record. A repeat after the window is produced again,
+   which is harmless — a second identical observation does not change the oracle's
+   presence of the device;
 5. sends what fails to ``wifi.observations.dlq`` as ``{"raw", "reason",
    "ts_received", "source"}`` with every MAC-shaped substring of ``raw`` replaced by
    ``<redacted>`` (:func:`redact`).
@@ -349,18 +350,20 @@ class Edge:
         secret: the pipeline's pseudonym secret (:func:`load_secret`).
         resolver: AP identifiers → AP ids of the building.
         sink: :class:`KafkaSink` (or :class:`MemorySink`).
-        dedupe_window_s: a repeat of a produced observation within this many seconds of
-            event time is dropped (counted as a duplicate).
+        dedupe_window_s: a repeat of a produced observation received within this many
+            seconds (wall clock) of the first is dropped (counted as a duplicate).
+        dedupe_max: at most this many remembered observations (oldest forgotten first).
     """
 
     def __init__(self, source: str, secret: bytes, resolver: ApResolver, sink: Any, *,
-                 dedupe_window_s: float = 600.0) -> None:
+                 dedupe_window_s: float = 600.0, dedupe_max: int = 1 << 20) -> None:
         self.source, self.resolver, self.sink = source, resolver, sink
         self.metrics = Metrics(source)
         self.pseudonym = functools.lru_cache(maxsize=1 << 18)(
             functools.partial(hmac_pseudonym, secret))
         hmac_pseudonym(secret, "00:00:00:00:00:00")  # fail now on a bad secret
         self.dedupe_window_s = float(dedupe_window_s)
+        self.dedupe_max = int(dedupe_max)
         self._seen: dict[tuple[str, str, float], None] = {}
         self._seen_order: collections.deque[tuple[float, tuple[str, str, float]]] = (
             collections.deque())
@@ -396,7 +399,7 @@ class Edge:
         if key in self._seen:
             self.metrics.duplicates += 1
             return False
-        self._remember(key, obs.ts)
+        self._remember(key)
         out: dict[str, Any] = {"device": pid, "ap": ap_id, "ts": obs.ts}
         if obs.rssi is not None:
             out["rssi"] = obs.rssi
@@ -407,12 +410,13 @@ class Edge:
             self.metrics.max_event_ts = obs.ts
         return True
 
-    def _remember(self, key: tuple[str, str, float], ts: float) -> None:
+    def _remember(self, key: tuple[str, str, float]) -> None:
+        now = time.monotonic()
         self._seen[key] = None
-        self._seen_order.append((ts, key))
-        horizon = (self.metrics.max_event_ts or ts) - self.dedupe_window_s
+        self._seen_order.append((now, key))
+        horizon = now - self.dedupe_window_s
         order, seen = self._seen_order, self._seen
-        while order and (order[0][0] < horizon or len(order) > (1 << 20)):
+        while order and (order[0][0] < horizon or len(order) > self.dedupe_max):
             seen.pop(order.popleft()[1], None)
 
     def reject(self, raw: Any, reason: str) -> None:

@@ -26,7 +26,8 @@ connector accepts the spellings listed above and dead-letters an event with no u
 (``unknown_ap`` / ``missing_field:ap``), so a mismatch is visible in ``/metrics``.
 
 Resume: a small JSON state file (``--state-file``) holds the last event's ``recordUid``
-and ``recordTimestamp`` and the uids of the events within ``overlap_s`` of it; it is
+and ``recordTimestamp``, the uids of the events within ``overlap_s`` of it and digests
+of recent unparseable lines (which have no uid; not dead-lettered twice); it is
 written atomically after each flush, i.e. only for events Kafka acknowledged. On
 restart, an event is skipped as already ingested if its uid is in that set or its
 timestamp is older than ``last − overlap_s``; the HTTP stream is requested
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import json
 import logging
 import os
@@ -69,12 +71,16 @@ class ResumeState:
         self.last_uid: str | None = None
         self.last_ts: int | None = None
         self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
+        #: digests of recent unparseable lines (they have no uid): not dead-lettered twice
+        self.bad: collections.OrderedDict[str, None] = collections.OrderedDict()
         if self.path and self.path.is_file():
             try:
                 d = json.loads(self.path.read_text())
                 self.last_uid, self.last_ts = d.get("last_uid"), d.get("last_ts")
                 for uid, ts in d.get("recent", []):
                     self.recent[str(uid)] = int(ts)
+                for digest in d.get("bad", []):
+                    self.bad[str(digest)] = None
             except (ValueError, TypeError, OSError) as exc:
                 log.warning("spaces: state file %s unreadable (%s); starting fresh",
                             self.path, type(exc).__name__)
@@ -105,8 +111,11 @@ class ResumeState:
         if self.path is None:
             return
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        while len(self.bad) > 10_000:
+            self.bad.popitem(last=False)
         tmp.write_text(json.dumps({"last_uid": self.last_uid, "last_ts": self.last_ts,
-                                   "recent": list(self.recent.items())}))
+                                   "recent": list(self.recent.items()),
+                                   "bad": list(self.bad)}))
         os.replace(tmp, self.path)
 
 
@@ -150,10 +159,14 @@ class SpacesConnector:
         try:
             ev = json.loads(line)
         except ValueError:
-            edge.reject(line, "malformed_json")
-            return
+            ev = None
         if not isinstance(ev, dict):
-            edge.reject(line, "not_an_object")
+            digest = hashlib.sha256(line.encode()).hexdigest()[:32]
+            if digest in self.state.bad:
+                edge.metrics.duplicates += 1
+                return
+            self.state.bad[digest] = None
+            edge.reject(line, "not_an_object" if ev is not None else "malformed_json")
             return
         uid = ev.get("recordUid") if isinstance(ev.get("recordUid"), str) else None
         rts = ev.get("recordTimestamp")
