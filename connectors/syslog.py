@@ -61,7 +61,7 @@ class Pattern:
 
 
 def _p(vendor: str, kind: str, rx: str) -> Pattern:
-    return Pattern(vendor, kind, re.compile(rx.replace("MAC", _MAC), re.IGNORECASE))
+    return Pattern(vendor, kind, re.compile(rx.replace("{MAC}", _MAC), re.IGNORECASE))
 
 
 #: Per-vendor patterns, tried in order; named groups ``mac`` (client) and ``ap``
@@ -69,22 +69,22 @@ def _p(vendor: str, kind: str, rx: str) -> Pattern:
 PATTERNS: tuple[Pattern, ...] = (
     # Cisco AireOS WLC (client debug / msglog lines)
     _p("cisco-wlc", "assoc",
-       r"(?P<mac>MAC) (?:Re)?[Aa]ssociation received from mobile on (?:AP|BSSID) (?P<ap>MAC)"),
+       r"(?P<mac>{MAC}) (?:Re)?[Aa]ssociation received from mobile on (?:AP|BSSID) (?P<ap>{MAC})"),
     _p("cisco-wlc", "disassoc",
-       r"(?P<mac>MAC) (?:Sent )?(?:Disassociation|Deauthentication) (?:received from mobile"
-       r"|to mobile)(?: on (?:AP|BSSID) (?P<ap>MAC))?"),
+       r"(?P<mac>{MAC}) (?:Sent )?(?:Disassociation|Deauthentication) (?:received from mobile"
+       r"|to mobile)(?: on (?:AP|BSSID) (?P<ap>{MAC}))?"),
     # Cisco Catalyst 9800 (IOS XE) client state-change syslog
     _p("cisco-9800", "assoc",
        r"%CLIENT_ORCH_LOG-\d-CLIENT_(?:ADDED_TO_RUN_STATE|ROAMED?|MOBILITY\w*):.*?"
-       r"MAC:? *\(?(?P<mac>MAC)\)?.*?\bAP(?:[ _]?name)? *[:=]? *\(?(?P<ap>[\w.:\-]+)\)?"),
+       r"MAC:? *\(?(?P<mac>{MAC})\)?.*?\bAP(?:[ _]?name)? *[:=]? *\(?(?P<ap>[\w.:\-]+)\)?"),
     _p("cisco-9800", "disassoc",
-       r"%CLIENT_ORCH_LOG-\d-CLIENT_(?:DELETED|REMOVED|DEL\w*):.*?MAC:? *\(?(?P<mac>MAC)\)?"),
+       r"%CLIENT_ORCH_LOG-\d-CLIENT_(?:DELETED|REMOVED|DEL\w*):.*?MAC:? *\(?(?P<mac>{MAC})\)?"),
     # Aruba (ArubaOS stm messages; AP as <ip>-<bssid>-<name>)
     _p("aruba", "assoc",
-       r"\|stm\|.*?(?:Re)?[Aa]ssoc(?:iation)? success\b.*?(?P<mac>MAC)\b.*?"
-       r"AP [\d.]+-(?P<bssid>MAC)-(?P<ap>\S+)"),
+       r"\|stm\|.*?(?:Re)?[Aa]ssoc(?:iation)? success\b.*?(?P<mac>{MAC})\b.*?"
+       r"AP [\d.]+-(?P<bssid>{MAC})-(?P<ap>\S+)"),
     _p("aruba", "disassoc",
-       r"\|stm\|.*?(?:Disassoc from sta|Deauth (?:to|from) sta):? *(?P<mac>MAC)\b"),
+       r"\|stm\|.*?(?:Disassoc from sta|Deauth (?:to|from) sta):? *(?P<mac>{MAC})\b"),
 )
 
 
@@ -137,8 +137,9 @@ def classify(msg: str) -> tuple[Pattern, dict[str, str]] | None:
 class SyslogConnector:
     """Turns syslog messages into observations through an :class:`Edge`."""
 
-    def __init__(self, edge: Edge) -> None:
+    def __init__(self, edge: Edge, *, now: Any = time.time) -> None:
         self.edge = edge
+        self.now = now  # the clock that dates RFC 3164 years and undated messages
 
     def message(self, data: bytes | str) -> None:
         """Process one syslog message (a datagram or one TCP frame)."""
@@ -148,7 +149,7 @@ class SyslogConnector:
         line = line.rstrip("\r\n\x00")
         if not line:
             return
-        now = time.time()
+        now = self.now()
         try:
             ts, msg = parse_header(line, now)
         except ValueError as exc:
