@@ -67,7 +67,6 @@ def _replace(row: int, col: str, value: str) -> str:
     (4, "room", "lab-f1", "already the floor"),
     (3, "floor", "lab-f2", "is on floor"),
     (7, "ap_name", "x", "given without ap_mac"),
-    (2, "camera", "maybe", "true or false"),
 ])
 def test_errors_name_row_and_column(row: int, col: str, value: str, says: str) -> None:
     with pytest.raises(CsvImportError) as exc:
