@@ -368,9 +368,8 @@ class Edge:
         self._seen_order: collections.deque[tuple[float, tuple[str, str, float]]] = (
             collections.deque())
         self._pending: list[tuple[str, bytes | None, bytes]] = []
-        self._inflight: list[asyncio.Future[Any]] = []
-        self._inflight_obs = 0
-        self._lock = asyncio.Lock()
+        self._inflight: list[asyncio.Future[None]] = []
+        self._inflight_n = 0
 
     # ---- input -----------------------------------------------------------------------
     def observe(self, mac: Any, ap: Any, ts: Any, rssi: Any = None, *, raw: Any = None) -> bool:
@@ -440,24 +439,38 @@ class Edge:
     @property
     def pending(self) -> int:
         """Records built but not yet acknowledged by the broker."""
-        return len(self._pending) + len(self._inflight)
+        return len(self._pending) + self._inflight_n
 
     async def flush(self) -> None:
-        """Send everything pending and wait until the broker acknowledged it."""
-        async with self._lock:
+        """Send everything pending; return when it and every earlier batch are acknowledged.
+
+        Batches are not serialised on their acknowledgements: a caller waits for the
+        batch holding its records and the batches before it, while later callers send
+        theirs (so request/response receivers pipeline instead of waiting in turn).
+        """
+        if self._pending:
             batch, self._pending = self._pending, []
-            futs = []
-            n_obs = 0
-            for topic, key, value in batch:
-                futs.append(await self.sink.send(topic, key, value))
-                n_obs += topic == self.sink.topic
-            self._inflight = futs
-            if futs:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._inflight.append(done)  # registered before the first await
+            self._inflight_n += len(batch)
+            try:
+                futs = [await self.sink.send(t, k, v) for t, k, v in batch]
                 await asyncio.gather(*futs)
-            self._inflight = []
+            except BaseException as exc:
+                if not done.done():
+                    done.set_exception(exc)
+                raise
+            finally:
+                self._inflight_n -= len(batch)
+                self._inflight.remove(done)
+            n_obs = sum(t == self.sink.topic for t, _, _ in batch)
             if n_obs:
                 self.metrics.produced += n_obs
                 self.metrics.last_produced_wall = time.time()
+            done.set_result(None)
+        earlier = list(self._inflight)
+        if earlier:
+            await asyncio.gather(*earlier)
 
     async def flush_forever(self, interval_s: float = 0.05) -> None:
         """Flush every ``interval_s`` (for datagram receivers that do not flush per input)."""

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import hmac
 import logging
+import socket
 import struct
 import time
 from typing import Any
@@ -183,4 +185,7 @@ async def serve(conn: RadiusConnector, host: str, port: int) -> tuple[Any, int]:
     loop = asyncio.get_running_loop()
     transport, _ = await loop.create_datagram_endpoint(lambda: _Udp(conn),
                                                        local_addr=(host, port))
+    with contextlib.suppress(OSError):  # absorb bursts (capped by net.core.rmem_max)
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                                      8 << 20)
     return transport, transport.get_extra_info("sockname")[1]

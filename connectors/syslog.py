@@ -25,8 +25,10 @@ dead-lettered (``unknown_message``, MACs redacted).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +39,8 @@ from connectors.edge import Edge
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 64 * 1024
+#: UDP receive buffer asked for (the kernel caps it at net.core.rmem_max).
+UDP_RCVBUF = 8 << 20
 _MAC = r"(?:[0-9A-Fa-f]{2}[:\-]){5}[0-9A-Fa-f]{2}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}"
 _MONTHS = {m: i + 1 for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
@@ -213,6 +217,9 @@ async def serve(conn: SyslogConnector, host: str, udp_port: int | None,
     if udp_port is not None:
         transport, _ = await loop.create_datagram_endpoint(lambda: _Udp(conn),
                                                            local_addr=(host, udp_port))
+        sock = transport.get_extra_info("socket")
+        with contextlib.suppress(OSError):  # absorb bursts (capped by net.core.rmem_max)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RCVBUF)
         closables.append(transport)
         ports["udp"] = transport.get_extra_info("sockname")[1]
     if tcp_port is not None:

@@ -62,17 +62,20 @@ async def start_edge(source: str, resolver: ApResolver, bootstrap: str,
     return Edge(source, SECRET, resolver, sink, **kw)
 
 
-async def consume(bootstrap: str, topic: str, *, settle_s: float = 1.5,
+async def consume(bootstrap: str, topic: str, *, settle_s: float = 0.8,
                   timeout_s: float = 30.0, expect: int | None = None
                   ) -> list[tuple[bytes | None, bytes]]:
     """Everything on ``topic`` (read from the start until nothing new for ``settle_s``)."""
-    from aiokafka import AIOKafkaConsumer
+    from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"{topic}.check",
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                enable_auto_commit=False)
     await consumer.start()
     got: list[tuple[bytes | None, bytes]] = []
     try:
+        meta = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - no group join
+        consumer.assign([TopicPartition(topic, p)
+                         for p in meta.partitions_for_topic(topic) or ()])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         quiet_since = loop.time()
