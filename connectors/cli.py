@@ -77,15 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("spaces", help="Cisco Spaces Firehose NDJSON (file, stdin, HTTP)")
     common(p)
     p.add_argument("--from", dest="source_uri", required=True,
-                   help="a file, - for stdin, or the Firehose events URL (https://…)")
+                   help="a file or - for stdin (read to the end), or the Firehose events "
+                        "URL https://… (followed forever, reconnecting and resuming)")
     p.add_argument("--api-key-file", help="file with the Firehose API key "
                                           "(default $SPACES_API_KEY; HTTP only)")
     p.add_argument("--state-file", default="spaces-state.json",
                    help="resume state (last event id/time); '' = no resume")
     p.add_argument("--overlap-s", type=float, default=spaces.DEFAULT_OVERLAP_S,
                    help="resume overlap: events this much older than the last are re-checked")
-    p.add_argument("--follow", action="store_true",
-                   help="HTTP: reconnect forever (default for URLs); files end at EOF")
 
     p = sub.add_parser("syslog", help="controller syslog (RFC 3164/5424) over UDP and TCP")
     common(p)

@@ -220,15 +220,17 @@ class SpacesConnector:
 async def file_lines(path: str) -> AsyncIterator[bytes]:
     """Lines of a file, or of stdin for ``-`` (read in a thread, not blocking the loop)."""
     loop = asyncio.get_running_loop()
+    hint = 1 << 20  # a file: read in 1 MiB chunks
     if path == "-":
         stream: Any = sys.stdin.buffer
         close = False
+        hint = 1  # a live pipe: hand over every line as soon as it arrives
     else:
         stream = open(path, "rb")  # noqa: SIM115 - closed below
         close = True
     try:
         while True:
-            chunk = await loop.run_in_executor(None, stream.readlines, 1 << 20)
+            chunk = await loop.run_in_executor(None, stream.readlines, hint)
             if not chunk:
                 return
             for line in chunk:
