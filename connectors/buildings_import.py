@@ -313,6 +313,55 @@ def export_csv(raw: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", text.strip()).strip("-").lower() or "x"
+
+
+def skeleton_from_meraki_floorplans(plans: Any, building: str) -> str:
+    """A CSV to complete from a Meraki floor-plan listing (``GET /networks/{id}/floorPlans``).
+
+    The Dashboard API returns, per floor plan, ``floorPlanId``, ``name``, optionally
+    ``floorNumber``, the corners (``bottomLeftCorner`` …: ``lat``/``lng``) and the
+    ``devices`` placed on it (``name``, ``mac``, ``serial``, ``model``, ``lat``, ``lng``)
+    (https://developer.cisco.com/meraki/api-v1/get-network-floor-plans/). Rooms and
+    capacities are not in it: each AP becomes the only AP of a room named after it,
+    with an empty ``capacity`` — the import refuses the file, naming each row, until
+    the rooms are merged and the capacities filled in. AP positions are the devices'
+    coordinates in metres east/north of the plan's bottom-left corner (no rotation).
+    """
+    if not isinstance(plans, list):
+        raise CsvImportError(["meraki floor plans: expected a JSON list of floor plans"])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["building", "floor", "floor_level", "floor_name", "room", "room_name", "kind",
+                "capacity", "ap_mac", "ap_name", "aliases", "ap_x", "ap_y"])
+    b = _slug(building)
+    for k, plan in enumerate(plans, start=1):
+        if not isinstance(plan, dict):
+            continue
+        name = str(plan.get("name") or plan.get("floorPlanId") or f"floor {k}")
+        fid = f"{b}-{_slug(name)}"
+        level = plan.get("floorNumber") if isinstance(plan.get("floorNumber"), int) else k
+        corner = plan.get("bottomLeftCorner") or {}
+        lat0, lng0 = corner.get("lat"), corner.get("lng")
+        for dev in plan.get("devices") or []:
+            if not isinstance(dev, dict) or not parse_mac(dev.get("mac")):
+                continue
+            if str(dev.get("model", "MR")).upper()[:2] not in ("MR", "CW"):
+                continue  # switches, cameras, sensors placed on the plan
+            ap_name = str(dev.get("name") or dev.get("serial") or dev["mac"])
+            aid = f"ap-{_slug(ap_name)}"
+            x = y = ""
+            if all(isinstance(v, int | float) for v in (lat0, lng0, dev.get("lat"),
+                                                         dev.get("lng"))):
+                x = round((dev["lng"] - lng0) * 111_320 * math.cos(math.radians(lat0)), 2)
+                y = round((dev["lat"] - lat0) * 110_540, 2)
+            aliases = ";".join(a for a in (ap_name, str(dev.get("serial") or "")) if a)
+            w.writerow([b, fid, level, name, f"{fid}-{_slug(ap_name)}", f"Room of {ap_name}",
+                        "office", "", dev["mac"], aid, aliases, x, y])
+    return buf.getvalue()
+
+
 def _write(out: dict[str, Any], path: str | None) -> None:
     text = json.dumps(out, indent=1) + "\n"
     if path in (None, "-"):
@@ -322,7 +371,7 @@ def _write(out: dict[str, Any], path: str | None) -> None:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``occustream buildings import CSV [-o OUT.json]`` / ``buildings export JSON``."""
+    """``occustream buildings import CSV`` / ``skeleton --meraki-floorplans`` / ``export``."""
     parser = argparse.ArgumentParser(prog="occustream buildings",
                                      description="Import or export the building model.")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -332,10 +381,28 @@ def main(argv: Iterable[str] | None = None) -> int:
                                           "buildings/ or $OCCUSTREAM_BUILDINGS")
     p.add_argument("--id", help="site id (several buildings: campus id, default 'site')")
     p.add_argument("--name", help="site display name")
+    p = sub.add_parser("skeleton", help="a CSV to complete from a Meraki floor-plan listing")
+    p.add_argument("--meraki-floorplans", required=True,
+                   help="JSON saved from GET /networks/{networkId}/floorPlans")
+    p.add_argument("--building", required=True, help="building id for the rows")
+    p.add_argument("-o", "--output", help="output CSV (default: stdout)")
     p = sub.add_parser("export", help="the CSV of a building JSON (to edit and re-import)")
     p.add_argument("json", help="a building JSON file")
     p.add_argument("-o", "--output", help="output CSV (default: stdout)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.cmd == "skeleton":
+        try:
+            plans = json.loads(Path(args.meraki_floorplans).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}",
+                  file=sys.stderr)
+            return 2
+        text = skeleton_from_meraki_floorplans(plans, args.building)
+        if args.output:
+            Path(args.output).write_text(text)
+        else:
+            sys.stdout.write(text)
+        return 0
     if args.cmd == "export":
         raw = json.loads(Path(args.json).read_text())
         text = export_csv(raw)

@@ -93,3 +93,22 @@ def test_header_errors_and_all_errors_reported(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "row 2, column 'capacity'" in err[0] and "column 'kind'" in err[1]
     assert json.dumps(err)  # one line each
+
+
+def test_meraki_floorplan_skeleton_until_completed() -> None:
+    from connectors.buildings_import import skeleton_from_meraki_floorplans
+
+    plans = json.loads((FIX / "meraki_floorplans.json").read_text())["plans"]
+    text = skeleton_from_meraki_floorplans(plans, "hq")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["ap_mac"] for r in rows] == ["00:18:0a:13:dd:b0", "00:18:0a:13:dd:c0"]  # no switch
+    assert float(rows[0]["ap_x"]) > 0 and float(rows[0]["ap_y"]) > 0
+    with pytest.raises(CsvImportError) as exc:  # capacities are not in the export
+        import_csv(text, "hq.csv")
+    assert [e.split(":")[1].strip() for e in exc.value.errors] == [
+        "row 2, column 'capacity'", "row 3, column 'capacity'"]
+    filled = text.replace(",office,,", ",office,25,")
+    site = parse_site(import_csv(filled, "hq.csv"))
+    resolver = ApResolver(site, import_csv(filled, "hq.csv"))
+    assert site.capacities == (25, 25)
+    assert site.ap_location[resolver.resolve("HQ-AP-201")] == site.location_ids[1]
