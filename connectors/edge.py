@@ -20,8 +20,8 @@ tuples and hands them to :meth:`Edge.observe`. The edge
    which is harmless — a second identical observation does not change the oracle's
    presence of the device;
 5. sends what fails to ``wifi.observations.dlq`` as ``{"raw", "reason",
-   "ts_received", "source"}`` with every MAC-shaped substring of ``raw`` replaced by
-   ``<redacted>`` (:func:`redact`).
+   "ts_received", "source"}`` with every MAC-shaped substring of ``raw`` (and personal
+   fields, e-mail and IPv4 addresses) replaced by ``<redacted>`` (:func:`redact`).
 
 A raw MAC therefore never leaves the receiver: not to Kafka, not to the DLQ, not to logs
 (log lines carry reasons and counts only). Counts and lag are in :class:`Metrics`,
@@ -62,6 +62,9 @@ _MAC_PATTERNS = (
     r"(?<![0-9a-z])[0-9a-f]{12}(?![0-9a-z])",  # bare aabbccddeeff
 )
 _MAC_ANYWHERE = re.compile("|".join(_MAC_PATTERNS), re.IGNORECASE)
+#: Other identifying text of free-form input: e-mail addresses and IPv4 addresses.
+_PERSONAL_TEXT = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+"
+                            r"|(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")
 _MAC_EXACT = re.compile("^(?:" + "|".join(_MAC_PATTERNS) + ")$", re.IGNORECASE)
 
 
@@ -97,7 +100,9 @@ def redact(raw: bytes | str | Any, limit: int = MAX_RAW_CHARS) -> str:
     """``raw`` as text: every MAC-shaped substring and personal field ``<redacted>``.
 
     Structured input (dict/list) has its :data:`PERSONAL_FIELDS` replaced whole; text
-    has its MAC-shaped substrings replaced (colon, dash, Cisco dotted, bare hex).
+    has its MAC-shaped substrings (colon, dash, Cisco dotted, bare hex), e-mail
+    addresses and IPv4 addresses replaced. Free-text user names cannot be recognised:
+    send controllers' client events only (docs/CONNECT.md).
     """
     if isinstance(raw, dict | list):
         raw = _scrub(raw)
@@ -110,7 +115,7 @@ def redact(raw: bytes | str | Any, limit: int = MAX_RAW_CHARS) -> str:
             text = json.dumps(raw, sort_keys=True, default=str)
         except (TypeError, ValueError):
             text = str(raw)
-    return _MAC_ANYWHERE.sub(REDACTED, text)[:limit]
+    return _PERSONAL_TEXT.sub(REDACTED, _MAC_ANYWHERE.sub(REDACTED, text))[:limit]
 
 
 def load_secret(secret_file: str | None = None, *, demo: bool = False,

@@ -116,3 +116,4 @@ def test_syslog_udp_and_tcp_end_to_end(kafka_bootstrap: str, topics: tuple[str, 
                                 "unknown_ap", "unknown_message"]
     blobs = [v for _, v in obs + dlq] + [k for k, _ in obs if k]
     assert_no_raw_mac(blobs, [m for m, _, _ in TRUTH])
+    assert b"10.0.0.5" not in b"".join(blobs)  # the admin's address in the unknown line
