@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIX
+from connect_support import FIX
 
 from connectors.buildings_import import CsvImportError, export_csv, import_csv, main
 from connectors.edge import ApResolver

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import SECRET, consume, fixture_lines
+from connect_support import SECRET, consume, fixture_lines
 
 from mechanisms.pseudonym import hmac_pseudonym
 

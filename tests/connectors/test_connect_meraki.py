@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import (
+from connect_support import (
     FIX,
     assert_no_raw_mac,
     check_oracle,

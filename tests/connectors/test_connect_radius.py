@@ -10,7 +10,7 @@ import struct
 from typing import Any
 
 import pytest
-from conftest import (
+from connect_support import (
     FIX,
     assert_no_raw_mac,
     check_oracle,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from connect_support import (
     FIX,
     assert_no_raw_mac,
     check_oracle,

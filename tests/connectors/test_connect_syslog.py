@@ -7,7 +7,7 @@ import socket
 from typing import Any
 
 import pytest
-from conftest import (
+from connect_support import (
     assert_no_raw_mac,
     check_oracle,
     consume,

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import SECRET
+from connect_support import SECRET
 
 from connectors.edge import ApResolver, Edge, MemorySink, parse_mac, redact
 from mechanisms.pseudonym import hmac_pseudonym
