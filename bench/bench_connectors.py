@@ -248,7 +248,7 @@ def run(quick: bool = False) -> dict:
     aps = [ap.id for ap in site.aps]
     sizes = ({"meraki": 5_000, "spaces": 20_000, "syslog_tcp": 20_000, "syslog_udp": 10_000,
               "radius": 5_000} if quick else
-             {"meraki": 30_000, "spaces": 100_000, "syslog_tcp": 60_000, "syslog_udp": 30_000,
+             {"meraki": 30_000, "spaces": 60_000, "syslog_tcp": 50_000, "syslog_udp": 30_000,
               "radius": 20_000})
     out: dict[str, Any] = {}
     broker = EmbeddedKafka().start()
