@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import struct
 import tempfile
@@ -29,9 +30,9 @@ from connectors.edge import DLQ_TOPIC, TOPIC, ApResolver, Edge, KafkaSink, start
 
 SECRET = b"bench-connectors-secret-0123456789"
 T0 = 1767780000.0
-#: Offered rate of the UDP syslog run (datagrams/s): UDP has no back-pressure, so the
-#: run measures loss at a fixed offered load instead of the receiver's maximum.
-UDP_OFFERED_PER_S = 3000.0
+#: Offered rate of the UDP syslog run (datagrams/s, env BENCH_UDP_RATE): UDP has no
+#: back-pressure, so the run measures loss at a fixed offered load, not a maximum.
+UDP_OFFERED_PER_S = float(os.environ.get("BENCH_UDP_RATE", "3000"))
 
 
 def _mac(i: int) -> str:

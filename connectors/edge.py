@@ -361,7 +361,7 @@ class Edge:
     """
 
     def __init__(self, source: str, secret: bytes, resolver: ApResolver, sink: Any, *,
-                 dedupe_window_s: float = 600.0, dedupe_max: int = 1 << 20) -> None:
+                 dedupe_window_s: float = 600.0, dedupe_max: int = 1 << 18) -> None:
         self.source, self.resolver, self.sink = source, resolver, sink
         self.metrics = Metrics(source)
         self.pseudonym = functools.lru_cache(maxsize=1 << 18)(
