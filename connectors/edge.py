@@ -223,6 +223,9 @@ def _raw_aps(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+_LABEL_SAFE = re.compile(r"[^A-Za-z0-9_.:\- ]")
+
+
 class Metrics:
     """Counters of one connector (no counts of people, no identifiers)."""
 
@@ -281,7 +284,7 @@ class Metrics:
         for group, name in ((h["dlq"], "dlq_total"), (h["ignored"], "ignored_total"),
                             (h["rejected"], "rejected_total")):
             for reason, n in sorted(group.items()):
-                metric(name, "counter", n, f'reason="{reason}"')
+                metric(name, "counter", n, f'reason="{_LABEL_SAFE.sub("_", reason)}"')
         # one TYPE line per metric name
         seen: set[str] = set()
         out = []

@@ -59,6 +59,16 @@ PAYLOAD_KEY = {
     "DEVICE_ASSOCIATION": "deviceAssociation",
 }
 _AP_FIELDS = ("apMacAddress", "apMac", "apMacAddr", "bssid")
+#: Event types of the Firehose "Event Types" page, counted by name when ignored (any
+#: other name is counted as ``other``: metric labels never come from the input).
+KNOWN_TYPES = frozenset({
+    "DEVICE_PRESENCE", "USER_PRESENCE", "PROFILE_UPDATE", "DEVICE_COUNT",
+    "DEVICE_RSSI_UPDATE", "NETWORK_TELEMETRY", "NETWORK_STATUS_UPDATE", "WIFI_DEVICE_UPDATE",
+    "IOT_TELEMETRY", "IOT_USER_ACTION", "BLE_RSSI_UPDATE", "ASSET_LOCATION_UPDATE",
+    "CAMERA_COUNT", "RAW_CAMERA_COUNT", "LOCATION_CHANGE", "LOCATION_ANCHOR_UPDATE",
+    "AP_TOPOLOGY_CHANGE", "WEBEX_TELEMETRY", "SPACE_OCCUPANCY", "SPACE_OCCUPANCY_CHANGE",
+    "BUILDING_FEATURE", "APP_ACTIVATION", "KEEP_ALIVE", "DEVICE_ENTRY", "DEVICE_EXIT",
+})
 
 
 class ResumeState:
@@ -181,7 +191,7 @@ class SpacesConnector:
             if not isinstance(etype, str):
                 edge.reject(ev, "missing_field:eventType")
             else:
-                edge.ignore(etype.lower())
+                edge.ignore(etype.lower() if etype in KNOWN_TYPES else "other")
             return
         payload = ev.get(key)
         if not isinstance(payload, dict):
