@@ -90,3 +90,27 @@ def test_configuration_errors_are_one_line(argv: list[str], env: dict[str, str],
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and says in lines[0], proc.stderr
+
+
+def test_ingest_spaces_from_stdin(kafka_bootstrap: str, topics: tuple[str, str],  # type: ignore[no-untyped-def]
+                                  lab_raw, tmp_path: Path, topic_prefix: str) -> None:
+    from test_connect_spaces import TRUTH
+
+    site = tmp_path / "lab.json"
+    site.write_text(json.dumps(lab_raw))
+    stream = "\n".join(fixture_lines("spaces_firehose.ndjson")) + "\n"
+    argv = [sys.executable, "-m", "streams.cli", "ingest", "spaces", "--from", "-",
+            "--kafka", kafka_bootstrap, "--site", str(site), "--metrics-port", "0",
+            "--host", "127.0.0.1", "--topic-prefix", topic_prefix,
+            "--state-file", str(tmp_path / "state.json")]
+    env = _env(OCCUSTREAM_SECRET=SECRET.decode())
+    proc = subprocess.run(argv, input=stream, env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    again = subprocess.run(argv, input=stream, env=env, cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)  # the same stream again: resumed
+    assert again.returncode == 0, again.stderr
+    obs = asyncio.run(consume(kafka_bootstrap, topics[0], expect=len(TRUTH)))
+    assert sorted(json.loads(v)["device"] for _, v in obs) == sorted(
+        hmac_pseudonym(SECRET, m) for m, _, _ in TRUTH)
+    assert "aa:bb:cc:dd:ee" not in proc.stderr.lower() + again.stderr.lower()
