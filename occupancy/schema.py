@@ -23,6 +23,15 @@ crash-looping on it. The size limit (64 KiB; a real observation is ~100 bytes) i
 checked before anything else, and the depth guard counts brackets outside strings
 *before* ``json.loads`` (CPython's decoder recurses once per level and raises
 ``RecursionError`` near 1,000 levels).
+
+Pseudonymised at the edge: a record with ``"pseudonymised": true`` (written by the
+network connectors, :mod:`connectors.edge`) carries in ``device`` the keyed HMAC
+pseudonym :func:`mechanisms.pseudonym.hmac_pseudonym` of the MAC (32 lower-case hex
+characters) instead of the MAC, and is keyed by it. It is validated the same way, with
+the pseudonym in place of the MAC syntax check; :attr:`Observation.pseudonymised` tells
+the observe stage not to hash it again, so with the same secret a device gets the same
+pseudonym on both paths (the TTL-salt stage then salts the pseudonym instead of the MAC:
+other TTL pseudonyms, the same TTL counts).
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ MAX_DEPTH = 32
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
+#: An edge pseudonym (``mechanisms.pseudonym.hmac_pseudonym``: 128 bits in hex).
+PSEUDONYM_RE = re.compile(r"[0-9a-f]{32}")  # used with fullmatch
 
 #: DLQ reasons (the counter labels). ``missing_field:X`` and ``bad_type:X`` name the field.
 REASONS = (
@@ -77,6 +88,7 @@ class Observation:
     location: str
     ts: float
     rssi: float | None = None
+    pseudonymised: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +179,8 @@ def parse_observation(raw: Any, ap_location: dict[str, str]) -> Observation | In
     if rssi is not None and (isinstance(rssi, bool) or not isinstance(rssi, int | float)):
         return Invalid("bad_type:rssi")
     device = device.lower()
-    if not MAC_RE.fullmatch(device):
+    pseudonymised = obj.get("pseudonymised") is True
+    if not (PSEUDONYM_RE if pseudonymised else MAC_RE).fullmatch(device):
         return Invalid("bad_mac")
     ts = _float(ts)
     if ts is None or not math.isfinite(ts) or not (MIN_TS <= ts <= MAX_TS):
@@ -179,7 +192,7 @@ def parse_observation(raw: Any, ap_location: dict[str, str]) -> Observation | In
     location = ap_location.get(ap)
     if location is None:
         return Invalid("unknown_ap")
-    return Observation(device, ap, location, ts, rssi)
+    return Observation(device, ap, location, ts, rssi, pseudonymised)
 
 
 class EventClock:

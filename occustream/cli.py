@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("occustream.worker", "run one pipeline worker (several share the partitions)"),
     "simulate": ("simulator.cli", "simulate WiFi connectivity events for a building"),
     "replay": ("simulator.replay", "send a JSONL event file to Kafka"),
+    "ingest": ("connectors.cli", "receive a network's events (Meraki, Spaces, syslog, RADIUS)"),
+    "buildings": ("connectors.buildings_import", "import a building model from a CSV of APs"),
     "services": ("occustream.services_cli",
                  "start the embedded Kafka and Redis and print their URLs"),
     "dashboard": ("dashboards.app", "serve the live heatmap, alerts and privacy views"),

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from infra.secrets import load_secret
 from infra.urls import next_db_url, safe_url
 from mechanisms.errors import ConfigError, OccustreamError
 from mechanisms.registry import MECHANISMS, ReleaseParams, has_guarantee
@@ -48,7 +49,6 @@ from streams.pipeline.release import ReleaseConfig
 log = logging.getLogger(__name__)
 
 MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
-DEV_SECRET = b"occustream-dev-secret-NOT-FOR-PRODUCTION"
 
 
 @dataclass(frozen=True)
@@ -331,30 +331,7 @@ def load_settings(
 
 
 def _load_secret(s: Settings, env: Mapping[str, str]) -> bytes:
-    path = s.secret_file or env.get("OCCUSTREAM_SECRET_FILE", "")
-    if path:
-        try:
-            secret = Path(path).read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError(f"secret file {path}: cannot read: {exc.strerror}") from None
-        if len(secret) < 16:
-            raise ConfigError(f"secret file {path}: the secret must have >= 16 bytes")
-        return secret
-    value = env.get("OCCUSTREAM_SECRET", "")
-    if value:
-        if len(value) < 16:
-            raise ConfigError("OCCUSTREAM_SECRET must have >= 16 characters")
-        return value.encode()
-    if s.demo:
-        log.warning(
-            "!!! DEMO MODE: using the built-in development secret for pseudonyms and noise. "
-            "Anyone with this source code can re-identify devices. Set OCCUSTREAM_SECRET "
-            "or OCCUSTREAM_SECRET_FILE for real data. !!!"
-        )
-        return DEV_SECRET
-    raise ConfigError(
-        "no secret: set OCCUSTREAM_SECRET or OCCUSTREAM_SECRET_FILE (or run `occustream demo`)"
-    )
+    return load_secret(s.secret_file, demo=s.demo, env=env)
 
 
 def _positive(s: Settings, name: str, sources: Mapping[str, str]) -> None:

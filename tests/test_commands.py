@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: a failure that waits on a service would hang; fail the test instead
 TIMEOUT_S = 30
 #: sub-commands whose own --help lists sub-sub-commands rather than options
-GROUPS = {"histogram"}
+GROUPS = {"histogram", "ingest", "buildings"}
 
 
 def occustream(*argv: str, env: dict[str, str] | None = None,

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("mechanisms", "streams", "simulator", "dashboards")
+LIBRARY = ("mechanisms", "occupancy", "infra", "simulator", "streams", "connectors", "readmodel",
+           "dashboards", "research", "occustream")
 FORBIDDEN_IN_MECHANISMS = {
     "faust", "redis", "kafka", "aiokafka", "aiohttp", "streams", "simulator", "dashboards"
 }

@@ -285,7 +285,8 @@ class PartitionState:
                 min_ts = ts
             li = loc_index.get(obs.location, -1)
             entry = [ts, off, li]
-            pid = pseudonym(obs.device)
+            # an edge connector already applied the same keyed HMAC (streams.schema)
+            pid = obs.device if obs.pseudonymised else pseudonym(obs.device)
             lst = devices.get(pid)
             if lst is None:
                 devices[pid] = [entry]

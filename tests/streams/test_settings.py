@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
+from infra.secrets import DEV_SECRET
 from mechanisms.errors import BudgetExhaustedError, ConfigError
-from streams.settings import DEV_SECRET, add_arguments, load_settings
+from streams.settings import add_arguments, load_settings
 
 ENV = {"OCCUSTREAM_SECRET": "a-secret-of-enough-length"}
 
