@@ -120,8 +120,9 @@ def test_contribution_bounder_counts_a_device_at_most_b_ticks_per_day_once_per_t
 # monotone in S; other nodes' outputs are identically distributed under D and D').
 # For events E = {S ≥ s} and {S < s} at N_EVENTS quantiles s of the pooled sample
 # (dense in the tails, where the privacy loss is large), both directions, the guarantee
-# P[M(D) ∈ E] ≤ e^ε P[M(D') ∈ E] + δ is tested with Clopper–Pearson bounds: a violation is declared when the lower bound of the left side
-# exceeds e^ε × the upper bound of the right side + δ. Family-wise false alarm ALPHA,
+# P[M(D) ∈ E] ≤ e^ε P[M(D') ∈ E] + δ is tested with Clopper–Pearson bounds: a
+# violation is declared when the lower bound of the left side exceeds e^ε × the upper
+# bound of the right side + δ. Family-wise false alarm ALPHA,
 # Bonferroni over the 96 one-sided bounds. Claimed: ε_day = 1, δ = 10⁻³ (small enough
 # to be testable); the true loss at ε = 1 is δ ≈ 1e-4 (analytic Gaussian, μ = √(2ρ)).
 # Power: the same test must flag a mechanism whose σ is half the configured one (ρ × 4:
