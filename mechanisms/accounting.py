@@ -902,6 +902,7 @@ class DayBudget:
         self._share_rho: dict[tuple[int, str], float] = {}
         self._laplace: dict[int, dict[float, int]] = {}
         self._records: list[LedgerRecord] = []
+        self._by_id: dict[str, LedgerRecord] = {}
 
     # ---------------------------------------------------------------- figures
     def share_rho(self, share: str) -> float:
@@ -971,11 +972,19 @@ class DayBudget:
             sensitivity: the release's sensitivity under the contribution bound (ledger).
             note: free text.
 
+        Returns:
+            The ledger record. Exactly once: a charge with the release id of an earlier
+            one (same day, share, mechanism and tick, e.g. replayed after a crash)
+            returns the earlier record and charges nothing.
+
         Raises:
             BudgetExhaustedError: the day's ε would exceed ε_day, or the share's ρ its
                 cap; nothing is charged.
         """
         d = int(day)
+        rid = f"{self.name}/day:{d}/{share}|{mechanism}|{'-' if tick is None else int(tick)}"
+        if tick is not None and rid in self._by_id:
+            return self._by_id[rid]
         r = _check_eps("rho", rho)
         cap = self.share_rho(share)
         lap = dict(self._laplace.get(d, {}))
@@ -1018,7 +1027,21 @@ class DayBudget:
             note=note or f"day ε after this release: {eps_after:.6g} of {self.epsilon_day:g}",
         )
         self._records.append(rec)
+        self._by_id[rec.release_id] = rec
         return rec
+
+    def restore(self, records: Iterable[LedgerRecord]) -> None:
+        """Re-charge persisted records after a restart (each once; see :meth:`charge`)."""
+        for rec in records:
+            day, share = rec.scope.split("/day:")[1].split("/", 1)
+            lap = rec.sampler.startswith("discrete-laplace")
+            self.charge(
+                day=int(day), share=share, mechanism=rec.mechanism,
+                rho=0.0 if lap else rec.parts[0],
+                laplace_epsilon=rec.parts[0] if lap else None,
+                tick=rec.tick, n_locations=rec.n_locations, sensitivity=rec.sensitivity,
+                note=rec.note,
+            )
 
     def check_plan(self, plan: Mapping[str, tuple[str, float]]) -> Budget:
         """Check a day's configured releases before starting: release → (share, ρ per day).

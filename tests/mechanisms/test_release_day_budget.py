@@ -92,3 +92,17 @@ def test_whole_day_fits_exactly_and_plan_check() -> None:
 def test_invalid_day_budget(kw, msg) -> None:
     with pytest.raises(InvalidParameterError, match=msg):
         DayBudget(**kw)
+
+
+def test_charges_are_exactly_once_and_restorable() -> None:
+    b = DayBudget(4.0, 1e-6, shares=SHARES)
+    r1 = b.charge(day=2, share="heatmap", mechanism="device-day-heatmap", rho=0.1, tick=576)
+    r2 = b.charge(day=2, share="heatmap", mechanism="device-day-heatmap", rho=0.1, tick=576)
+    assert r1 is r2
+    assert b.spent_rho(2) == pytest.approx(0.1)
+    b.charge(day=2, share="histogram", mechanism="hist", laplace_epsilon=0.1, tick=600)
+    fresh = DayBudget(4.0, 1e-6, shares=SHARES)
+    fresh.restore(b.records)
+    fresh.restore(b.records)  # twice: still once
+    assert fresh.spent(2).epsilon == pytest.approx(b.spent(2).epsilon)
+    assert [r.to_dict() for r in fresh.records] == [r.to_dict() for r in b.records]
