@@ -351,6 +351,8 @@ def run(quick: bool = False) -> dict:
                  "sigma_per_level(bldg,floor,room)": cfg.sigmas(3).round(2).tolist(),
                  "sigma_per_level_B120": cfg_b.sigmas(3).round(2).tolist(),
                  "alert_sigma": round(cfg.alert_sigma, 2),
+                 # one-sided β = 0.05: an alert is raised from z₀.₉₅·σ people below capacity
+                 "alert_alpha_people_beta_0.05": round(1.6449 * cfg.alert_sigma, 1),
                  "histogram_sigma": round(cfg.histogram_sigma, 2),
                  "rho_day": round(cfg.rho_day, 5)}
     out.update({f"design_{k}": v for k, v in _median(design).items()})

@@ -6,8 +6,8 @@ differ in **one device's whole day** — every tick of one calendar day (UTC day
 
 Contribution bound (exactly what the privacy argument uses)
     (a) Per tick, a device is counted in at most one location (the presence model of
-        ``docs``' occupancy definition: a device's latest observation places it in one
-        location), so at one tick it adds at most 1 to one room, 1 to that room's
+        the occupancy oracle, ``streams/oracle.py``: a device's latest valid observation
+        places it in one location), so at one tick it adds at most 1 to one room, 1 to that room's
         floor and 1 to its building.
     (b) Per day, a device is counted in at most B = ``max_ticks_per_device`` ticks.
         The default B = ``ticks_per_day`` (288 five-minute ticks) is implied by (a)

@@ -3,8 +3,9 @@
 The discrete Gaussian N_ℤ(0, σ²) has P[Z = z] ∝ exp(−z²/(2σ²)) on the integers
 (Canonne, Kamath & Steinke, NeurIPS 2020, "The Discrete Gaussian for Differential
 Privacy", Def. 1). Adding it to an integer query with L2 sensitivity Δ₂ gives
-ρ-zCDP with ρ = Δ₂²/(2σ²) (their Thm 4 and §2.2 for vectors of independent
-coordinates — the same ρ as the continuous Gaussian), which is what the day budget
+ρ-zCDP with ρ = Δ₂²/(2σ²) (their Thm 4 for one coordinate, and the paper's
+multivariate extension for a vector of independent coordinates — the same ρ as the
+continuous Gaussian), which is what the day budget
 (:class:`mechanisms.accounting.DayBudget`) composes.
 
 Sampler (CKS 2020, Algorithm 3, with the proposal's rate made explicit)
