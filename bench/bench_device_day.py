@@ -356,6 +356,8 @@ def run(quick: bool = False) -> dict:
                  "histogram_sigma": round(cfg.histogram_sigma, 2),
                  "rho_day": round(cfg.rho_day, 5)}
     out.update({f"design_{k}": v for k, v in _median(design).items()})
+    for k in ("building_pct_of_peak", "floor_max_pct_of_peak", "room100_max_pct_of_capacity"):
+        out[f"design_worst_run_{k}"] = float(f"{max(r[k] for r in design):.4g}")
     out.update({f"design_B120_{k}": v for k, v in _median(bounded).items()})
     out.update({f"eq_budget_{k}": v for k, v in _median(lap).items()})
     out.update({f"eq_budget_{k}": v for k, v in _median(ba).items()})
