@@ -62,6 +62,7 @@ relative to the hourly heatmap.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +84,10 @@ __all__ = [
 ]
 
 MECHANISM = "device-day-heatmap"
+
+_MAGIC = b"DDAY1"
+#: magic, n_nodes, day (−1: none), last_tick, quarter_n, hour_n
+_HEADER = struct.Struct("<5sqqqqq")
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,33 @@ class DeviceDayState:
     quarter_n: int = 0
     hour_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
     hour_n: int = 0
+
+    def to_bytes(self) -> bytes:
+        """Little-endian header + the two float64 window sums (for a state table)."""
+        head = _HEADER.pack(_MAGIC, self.n_nodes, -1 if self.day is None else self.day,
+                            self.last_tick, self.quarter_n, self.hour_n)
+        return head + np.asarray(self.quarter_sum, "<f8").tobytes() + np.asarray(
+            self.hour_sum, "<f8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> DeviceDayState:
+        """Inverse of :meth:`to_bytes`.
+
+        Raises:
+            InvalidParameterError: not a device-day state, or truncated.
+        """
+        if len(data) < _HEADER.size or data[:5] != _MAGIC:
+            raise InvalidParameterError(
+                f"data must be a device-day state starting with {_MAGIC!r}, not {data[:5]!r}"
+            )
+        _, n, day, last, qn, hn = _HEADER.unpack_from(data)
+        if len(data) != _HEADER.size + 16 * n:
+            raise InvalidParameterError(
+                f"data must have {_HEADER.size + 16 * n} bytes, not {len(data)}"
+            )
+        arr = np.frombuffer(data, "<f8", offset=_HEADER.size).astype(float)
+        return cls(n_nodes=n, day=None if day < 0 else day, last_tick=last,
+                   quarter_sum=arr[:n].copy(), quarter_n=qn, hour_sum=arr[n:].copy(), hour_n=hn)
 
 
 @dataclass(frozen=True)
