@@ -1,7 +1,16 @@
 """Privacy accounting: budgets, a scoped accountant, ledger records, predicate-wise DP.
 
-Unit of privacy
-    Everything here is **event-level**: neighbouring streams differ in one device at
+Device-day budget (:class:`DayBudget`, issue 15)
+    The unit is one device's whole day (:data:`DEVICE_DAY_UNIT`): a per-day (ε_day, δ)
+    that every default release of the day is charged against before its noise is drawn,
+    composed on one Rényi curve (zCDP events and discrete-Laplace events) and converted to
+    (ε, δ) by Google's ``dp-accounting``; named shares (heatmap / alerts / histogram),
+    refusals as :class:`~mechanisms.errors.BudgetExhaustedError`, exactly-once charges by
+    release id and :meth:`DayBudget.restore` after a restart. It reuses
+    :class:`LedgerRecord` and the error type of the event-level accountant below.
+
+Unit of privacy of :class:`Accountant`
+    Everything else here is **event-level**: neighbouring streams differ in one device at
     one tick (:data:`UNIT_OF_PRIVACY`). Laplace and PeGaSus releases are ε-DP at that
     level; a device that is present in k ticks is protected, as a whole, only at
     k·ε by sequential composition. A device present all day at 5-minute ticks is in
