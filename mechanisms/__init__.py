@@ -16,4 +16,13 @@ Release library (unit of privacy everywhere: event-level, one device at one tick
 * ``queries`` — post-processing: window sums, event detection, ROC sweeps (no rng).
 * ``pseudonym`` — keyed HMAC and TTL-salt pseudonyms (TTL: no formal guarantee).
 * ``heatmap`` — colour classes and colour utility (post-processing).
+
+Device-day releases (unit: one device's whole day; issue 15):
+
+* ``gaussian`` — exact discrete Gaussian (keyed, replay-safe, vectorised) and ρ.
+* ``accounting.DayBudget`` — per-day (ε_day, δ) over zCDP/RDP via dp-accounting.
+* ``device_day`` — the default heatmap: per-tick discrete Gaussian per tree node,
+  whole day charged at its first tick, 15-minute and hourly consistent views.
+* ``consistency`` — tree least squares, non-negativity, time aggregation (no rng).
+* ``continual`` — binary-tree counter for one-shot live counters.
 """

@@ -13,6 +13,15 @@ budget ε_pr: ε = ε_pr + ε_rest, every level gets ε_level = ε_rest/h and ru
 PeGaSus (:func:`mechanisms.pegasus.step`) at ε_level on each of its nodes
 (ε_p = share·ε_level, ε_g = (1 − share)·ε_level, θ = 5/ε_g by default).
 
+Consistency (optional, ``consistency=True``; issue 16 item 2)
+    Every tick's node values are post-processed by :mod:`mechanisms.consistency`: the
+    weighted tree least squares of Hay et al. (VLDB 2010, §4) — building = Σ floors =
+    Σ rooms — followed by the non-negativity projection. ``level_shares`` (with
+    ``grouping=False``, i.e. the hierarchical *Laplace* release) gives the leaves most
+    of the budget: rooms then lose almost nothing against flat Laplace while floors and
+    buildings, measured directly and combined with the rooms' sums, are far more
+    accurate than the sum of noisy rooms (``bench/bench_device_day.py`` measures both).
+
 Pruning (optional, ``prune_epsilon``): top-down, each node not below an already
 pruned node is tested with c_t(v) + Lap(2h/ε_pr) < β + Lap(2h/ε_pr). The paper
 prints Lap(2/ε_pr) per level, which adds up to ε_pr only for h ≤ 2; the noise here is
@@ -37,13 +46,14 @@ pruning decision is post-processing of that (private) decision.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from mechanisms import pegasus
+from mechanisms import consistency, pegasus
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.laplace import as_counts
 from mechanisms.noise import resolve_rng
@@ -129,6 +139,11 @@ class Tree:
         """Indices of the nodes at depth ``d`` (0 = roots)."""
         return self._by_depth[d]
 
+    @functools.cached_property
+    def plan(self) -> consistency.TreePlan:
+        """The tree's :class:`mechanisms.consistency.TreePlan` (for least squares)."""
+        return consistency.TreePlan(self.parent)
+
 
 def tree_from_paths(paths: Sequence[Sequence[str]]) -> Tree:
     """Tree from root-to-leaf label paths, e.g. ``Site.hierarchy()`` triples.
@@ -180,6 +195,12 @@ class HierarchicalConfig:
         max_group_len: group length cap (state bound).
         prune_epsilon: ε_pr for pruning, None = no pruning.
         prune_threshold: β, the count below which a subtree is pruned.
+        consistency: post-process every tick's release with the tree least squares and
+            non-negativity of :mod:`mechanisms.consistency` (free: post-processing),
+            weighting each node by its perturber's noise variance 2/ε_p².
+        level_shares: fraction of ε_rest per depth (root first, adding up to ≤ 1);
+            None = ε_rest/h each. Only with ``grouping=False`` (the grouper's SVT
+            budget is per level and not re-split): the hierarchical Laplace release.
     """
 
     epsilon: float
@@ -190,9 +211,23 @@ class HierarchicalConfig:
     max_group_len: int = 48
     prune_epsilon: float | None = None
     prune_threshold: float = 2.0
+    consistency: bool = False
+    level_shares: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
+        if self.level_shares is not None:
+            sh = tuple(float(x) for x in self.level_shares)
+            if self.grouping:
+                raise InvalidParameterError(
+                    "level_shares must be None with grouping=True (the grouper's budget is "
+                    f"per level), not {self.level_shares!r}"
+                )
+            if not sh or any(not (x > 0) for x in sh) or sum(sh) > 1 + 1e-9:
+                raise InvalidParameterError(
+                    f"level_shares must be positive fractions adding up to ≤ 1, not {sh!r}"
+                )
+            object.__setattr__(self, "level_shares", sh)
         if self.prune_epsilon is not None:
             check_positive("prune_epsilon", self.prune_epsilon)
             if self.prune_epsilon >= self.epsilon:
@@ -216,8 +251,24 @@ class HierarchicalConfig:
             max_group_len=self.max_group_len,
         )
 
+    def shares(self, height: int) -> np.ndarray:
+        """Fraction of ε_rest per depth (root first)."""
+        if self.level_shares is None:
+            return np.full(height, 1.0 / height)
+        if len(self.level_shares) != height:
+            raise InvalidParameterError(
+                f"level_shares must have {height} entries (one per level), not "
+                f"{len(self.level_shares)}"
+            )
+        return np.asarray(self.level_shares, dtype=float)
+
     def spent_epsilon(self, height: int) -> float:
         """ε spent per event for a tree of ``height`` levels."""
+        if self.level_shares is not None:
+            level = self.level_config(height)
+            return (self.prune_epsilon or 0.0) + float(
+                self.shares(height).sum() * self.rest_epsilon * level.perturb_share
+            )
         return (self.prune_epsilon or 0.0) + height * self.level_config(height).spent_epsilon
 
     def prune_noise_scale(self, height: int) -> float:
@@ -305,10 +356,20 @@ def update(
     h = tree.height
     level = config.level_config(h)
     pruned_root, covered = _pruning(tree, node_counts, config, rng)
-    eps_p = np.full(tree.n_nodes, level.epsilon_p)
-    eps_p[pruned_root] += (h - tree.depth[pruned_root] - 1) * level.epsilon
+    if config.level_shares is None:
+        eps_p = np.full(tree.n_nodes, level.epsilon_p)
+        eps_p[pruned_root] += (h - tree.depth[pruned_root] - 1) * level.epsilon
+    else:  # per-level Laplace budgets; a pruned node takes its whole subtree's
+        per_depth = config.shares(h) * config.rest_epsilon * level.perturb_share
+        below = np.cumsum(per_depth[::-1])[::-1]  # Σ over depths ≥ d
+        eps_p = per_depth[tree.depth].copy()
+        eps_p[pruned_root] = below[tree.depth[pruned_root]]
     new_nodes, released = pegasus.step(
         state.nodes, node_counts, level, perturb_scale=1.0 / eps_p, active=~covered,
         rng=rng, tick=tick,
     )
+    if config.consistency:
+        var = 2.0 / eps_p**2  # Laplace variance of each node's perturber
+        var = np.where(covered, 1e12, var)  # below a pruned node: nothing was measured
+        released = consistency.consistent_nonnegative(released, var, tree.plan)
     return HierarchicalState(nodes=new_nodes), released
