@@ -40,12 +40,12 @@ import math
 import time
 
 import numpy as np
+from streams.buildings import load_site
 
 from mechanisms import consistency, continual, device_day, hierarchical
 from mechanisms.gaussian import discrete_gaussian
 from mechanisms.noise import discrete_laplace, keyed_rng
 from simulator import simulate
-from streams.buildings import load_site
 
 KEY = b"bench-device-day-secret-0123456789"
 SEEDS_FULL = (101, 102, 103)
