@@ -72,6 +72,8 @@ class PegasusPostConfig:
             night of empty rooms is one group).
         integer: round the released mean to an integer.
         nonnegative: clip the released value at 0.
+        grouping: False turns the Grouper off (every tick its own group): the release is
+            Laplace at ε, rounded/clipped as configured — the control that must lose.
     """
 
     epsilon: float
@@ -79,6 +81,7 @@ class PegasusPostConfig:
     max_group_len: int = 288
     integer: bool = True
     nonnegative: bool = True
+    grouping: bool = True
 
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
@@ -209,7 +212,8 @@ def smooth_group(
             config.noise_sd * np.sqrt(1.0 / j + 1.0 / rest))
     zs = np.where(j < n[:, None], zs, 0.0)
     best = zs.argmax(axis=1)
-    split = zs[rows, best] > config.z
+    split = zs[rows, best] > config.z if config.grouping else np.ones(n_loc, dtype=bool)
+    best = best if config.grouping else np.zeros(n_loc, dtype=np.int64)
     n = np.where(split, best + 1, n)
     out = cs[rows, n - 1] / n
     if config.integer:

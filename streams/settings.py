@@ -49,6 +49,7 @@ MECHANISMS = {
     "laplace": "discrete Laplace per (tick, location)",
     "pegasus": "PeGaSus, flat over locations",
     "hpegasus": "PeGaSus, hierarchical building → floor → location",
+    "pegasus-post": "PeGaSus with the Grouper as post-processing of a full-ε Perturber",
     "ttl": "TTL-salt pseudonym counts (no formal guarantee)",
 }
 MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
@@ -75,6 +76,7 @@ class Settings:
     pegasus_epsilon: float = 1.0
     pegasus_smoother: str = "average"
     hpegasus_epsilon: float = 1.0
+    pegasus_post_epsilon: float = 1.0
     ttl_s: float = 1800.0
     mide: bool = True
     mide_algorithm: str = "tslm"
@@ -116,6 +118,7 @@ class Settings:
             "laplace": self.laplace_epsilon,
             "pegasus": self.pegasus_epsilon,
             "hpegasus": self.hpegasus_epsilon,
+            "pegasus-post": self.pegasus_post_epsilon,
         }.get(mech, 0.0)
 
     def epsilon_per_tick(self) -> float:
@@ -219,6 +222,7 @@ HELP = {
     "pegasus_epsilon": "ε per tick of flat PeGaSus",
     "pegasus_smoother": "PeGaSus smoother: average, median or js",
     "hpegasus_epsilon": "ε per tick of hierarchical PeGaSus (split over the levels)",
+    "pegasus_post_epsilon": "ε per tick of PeGaSus-post (all to the Perturber)",
     "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
     "mide": "raise MIDE fire-code alerts (true/false)",
     "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS)
@@ -425,7 +429,8 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
         raise ConfigError(f"mechanisms: listed twice in {list(s.mechanisms)}")
     for m in s.mechanisms:
         if m != "ttl" and not s.epsilon_of(m) > 0:
-            raise ConfigError(f"{m}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
+            raise ConfigError(
+                f"{m.replace('-', '_')}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
     if s.ingest not in ("direct", "faust"):
         raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
     if s.pegasus_smoother not in ("average", "median", "js"):

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms import hierarchical, mide, pegasus
+from mechanisms import hierarchical, mide, pegasus, pegasus_post
 from mechanisms.accounting import UNIT_OF_PRIVACY as UNIT
 from mechanisms.accounting import LedgerRecord, PredicateLedger
 from mechanisms.laplace import laplace_release
@@ -77,7 +77,8 @@ class Releaser:
         self._mechs: dict[str, Callable[[np.ndarray, float, bytes | None],
                                         tuple[Release, bytes | None]]] = {}
         for name in settings.mechanisms:
-            self._mechs[name] = getattr(self, f"_{name}", None)  # ttl: counts as is
+            # ttl: counts as is; "pegasus-post" → _pegasus_post
+            self._mechs[name] = getattr(self, f"_{name.replace('-', '_')}", None)
         self._mide = mide if settings.mide else None
         self._tree: Any = None
         self._per_hour = max(int(round(3600 / settings.tick_s)), 1)
@@ -238,6 +239,17 @@ class Releaser:
         rng = keyed_rng(self.s.secret, "pegasus", tick, "all")
         st, vals = mod.update(st, c, cfg, rng=rng)
         return Release("pegasus", tick, [float(v) for v in np.asarray(vals)], eps), st.to_bytes()
+
+    def _pegasus_post(self, c: np.ndarray, tick: float, state: bytes | None
+                      ) -> tuple[Release, bytes | None]:
+        eps = self.s.pegasus_post_epsilon
+        cfg = pegasus_post.PegasusPostConfig(eps)
+        st = (pegasus_post.PegasusPostState.from_bytes(state) if state
+              else pegasus_post.initialize(len(c), cfg))
+        rng = keyed_rng(self.s.secret, "pegasus-post", tick, "all")
+        st, vals = pegasus_post.update(st, c, cfg, rng=rng)
+        return (Release("pegasus-post", tick, [float(v) for v in np.asarray(vals)], eps),
+                st.to_bytes())
 
     def _hpegasus(self, c: np.ndarray, tick: float, state: bytes | None
                   ) -> tuple[Release, bytes | None]:
