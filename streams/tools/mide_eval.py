@@ -57,6 +57,7 @@ from mechanisms.mide.aggregates import avg_query, count_query
 from mechanisms.mide.complex import And, Leaf, Or, answer, truth
 from mechanisms.mide.entropy import min_entropy_solution
 from mechanisms.mide.mechanisms import single_step_epsilon
+from streams.tools import mide_thesis
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ ALPHAS = (1, *range(10, 201, 10))
 DEFAULTS = {"epsilon_max": 4.0, "epsilon_1": 1e-5, "steps": 4, "fine_steps": 3}
 WEEKDAY, WEEKEND = 1, 5  # Tuesday, Saturday of a Monday-start simulation
 MAIN_BETA, MAIN_ALPHA = 0.05, 1.0  # the main table; also the fixed β / α of the sweeps
+#: parts of a run (``--skip``); a2 / a3 / ordering: :mod:`streams.tools.mide_thesis`
+PARTS = ("main", "beta", "alpha", "complex", "ordering", "a2", "a3", "plots")
 #: footnote of a table with a γ cell marked "≥" (see :func:`markdown`)
 GAMMA_NOTE = (
     "≥: in at least one run of this cell the exact min-entropy search stopped at its node "
@@ -293,11 +296,21 @@ def run_once(
     alpha: float,
     rng: np.random.Generator,
     capacity: np.ndarray | None = None,
+    *,
+    epsilon_1: float | None = None,
+    steps: int | None = None,
+    expost_sink: list[np.ndarray] | None = None,
 ) -> dict[str, float]:
-    """One run: FNR, FPR, ex-post ε*, min-entropy γ (nan when denied)."""
+    """One run: FNR, FPR, ex-post ε*, min-entropy γ (nan when denied).
+
+    ``epsilon_1``/``steps`` override :data:`DEFAULTS` (Fig. A.2 sweeps); the per-predicate
+    ex-post ε vector of a run that was not denied is appended to ``expost_sink``
+    (INTERNAL: Fig. A.3).
+    """
     params: dict[str, Any] = {}
     if algorithm in ("ppwlm", "dppwlm", "dppwlm-r"):
-        params = {"epsilon_1": DEFAULTS["epsilon_1"], "steps": DEFAULTS["steps"]}
+        params = {"epsilon_1": DEFAULTS["epsilon_1"] if epsilon_1 is None else epsilon_1,
+                  "steps": DEFAULTS["steps"] if steps is None else steps}
     if algorithm.startswith("dppwlm"):
         params["fine_steps"] = DEFAULTS["fine_steps"]
     if algorithm == "dppwlm-r":  # public range: capacities are public parameters
@@ -325,6 +338,8 @@ def run_once(
             "gamma_inexact": math.nan,
             "eps": math.nan,
         }
+    if expost_sink is not None:
+        expost_sink.append(np.asarray(res.ex_post, dtype=float))
     # γ exactly when the search finishes; otherwise the certified interval [value, upper]
     sol = min_entropy_solution(*posterior_bounds(res.ex_post))
     pos = g > c
@@ -721,7 +736,9 @@ def build_parser() -> argparse.ArgumentParser:
         "An α needing more than ε_max = 4 is reported as denied",
     )
     p.add_argument(
-        "--skip", default="", help="comma list of parts to skip: main,beta,alpha,complex,plots"
+        "--skip", default="", help="comma list of parts to skip: " + ",".join(PARTS)
+        + " (ordering: the §5.5.2 claims per query; a2: Fig. A.2 sweeps over ε₁ and m; "
+        "a3: Fig. A.3 CDF of per-predicate ex-post ε — INTERNAL ONLY output)"
     )
     p.add_argument(
         "--out", type=Path, default=Path("mide-eval-out"),
@@ -745,10 +762,10 @@ def main(argv: list[str] | None = None) -> int:
             f"not {args.complex_days!r}"
         )
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    unknown = skip - {"main", "beta", "alpha", "complex", "plots"}
+    unknown = skip - set(PARTS)
     if unknown:
         raise InvalidParameterError(
-            f"--skip must name main,beta,alpha,complex,plots, not {sorted(unknown)}"
+            f"--skip must name {','.join(PARTS)}, not {sorted(unknown)}"
         )
     check_sweeps(args.betas, args.alphas)
     if args.capacities is not None and args.counts is None:
@@ -832,17 +849,39 @@ def main(argv: list[str] | None = None) -> int:
         "eps",
         "denied",
     ]
+    order = (mide_thesis.ordering(main_days, main_rows, args.runs, args.seed)
+             if main_rows and "ordering" not in skip else [])
+    a2_start = mide_thesis.sweep_start(weekday, args.runs, args.seed) if "a2" not in skip else []
+    a2_steps = mide_thesis.sweep_steps(weekday, args.runs, args.seed) if "a2" not in skip else []
+    a3 = mide_thesis.expost_cdf(weekday, args.runs, args.seed) if "a3" not in skip else []
     md = [f"# MIDE evaluation ({args.runs} runs per cell, seed {args.seed})", ""]
     for name, rows, cols in (
         ("main", main_rows, cols_main),
         ("sweep_beta", sb, ["beta", "algorithm", "fnr", "fpr", "eps_post", "gamma", "denied"]),
         ("sweep_alpha", sa, ["alpha", "algorithm", "fnr", "fpr", "eps_post", "gamma", "denied"]),
         ("complex", cx, ["day", "op", "split", "eps", "fnr", "fpr", "denied"]),
+        ("ordering_5_5_2", order, ["query", "near", "eps_last_below_m", "alpha_there",
+                                   "dppwlm_gamma_highest", "dppwlm_p_eps_post_below_tslm",
+                                   "dppwlm-r_gamma_highest",
+                                   "dppwlm-r_p_eps_post_below_tslm"]),
+        ("fig_a2_start_epsilon", a2_start, ["epsilon_1", "algorithm", "eps_post", "gamma",
+                                            "tslm_eps_post", "tslm_gamma", "fnr", "denied"]),
+        ("fig_a2_steps", a2_steps, ["steps", "algorithm", "eps_post", "gamma", "tslm_eps_post",
+                                    "tslm_gamma", "fnr", "denied"]),
     ):
         if rows:
             _write_csv(args.out / f"{name}.csv", rows)
             md += [f"## {name}", "", markdown(rows, cols), ""]
     (args.out / "tables.md").write_text("\n".join(md) + "\n")
+    if a3:  # INTERNAL ONLY: never into tables.md, which a researcher may pass on
+        _write_csv(args.out / "INTERNAL_fig_a3_expost_cdf.csv", a3)
+        print(f"{mide_thesis.INTERNAL_BANNER}\nwrote {args.out / 'INTERNAL_fig_a3_expost_cdf.csv'}",
+              file=sys.stderr)
+    if order:
+        print("Thesis §5.5.2 claims per query (near: predicates within α' of the threshold, "
+              "α' the width at ε', the largest ε < ε_m DPPWLM can stop at; one near "
+              "predicate makes ε* = ε_m > TSLM's in almost every run)")
+        print(markdown(order, list(order[0])))
     if main_rows:
         print(
             "MIDE at β = 0.05, α = 1 (eps_post = ex-post DP ε*, gamma = min-entropy γ in "
@@ -851,6 +890,9 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(main_rows, cols_main))
     if "plots" not in skip and (main_rows or sa or sb or cx):
         for p in plots(args.out, main_rows, sb, sa, cx):
+            print(f"wrote {p}")
+    if "plots" not in skip and (a2_start or a2_steps or a3):
+        for p in mide_thesis.plots(args.out, a2_start, a2_steps, a3):
             print(f"wrote {p}")
     print(f"wrote {args.out / 'tables.md'}")
     return 0
