@@ -12,6 +12,10 @@ Experiments, each averaged over ``--runs`` runs (thesis: 100):
   algorithm (naive LM, TSLM, PPWLM, DPPWLM) and query;
 * β sweep {0.01 … 0.1} at α = 1 and α sweep {1, 10, …, 200} at β = 0.05 on the weekday
   "L" query (Fig. 5.8; naive LM loses β-FNR as α grows);
+* the §5.5.2 claims per query (``ordering``), Fig. A.2 sweeps over ε₁ and m (``a2``) and
+  Fig. A.3's CDF of per-predicate ex-post ε (``a3``, INTERNAL ONLY: ``INTERNAL_*`` files,
+  never in ``tables.md``) — :mod:`streams.tools.mide_thesis`, which also explains why the
+  thesis' DPPWLM (ε₁ = 10⁻⁵) has less γ than PPWLM here and why ε* = ε_m;
 * ch. 6 (Figs 6.3–6.4): per day, ``count > q70 AND/OR avg_dwell > q70`` with naive and
   optimal β split (eq. 6.21), β = 0.005, u_j = 0.05·range, ε_max = 4.
 
