@@ -56,6 +56,7 @@ from mechanisms.audit import (
     true_count_posterior,
 )
 from mechanisms.errors import InvalidParameterError, check_positive
+from streams.tools import audit_delta
 from streams.tools import evaluate as ev
 from streams.tools import tune as tune_mod
 from streams.tools.report import Report, new_figure, stacked_classes
@@ -360,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="count only correct guesses (argmax, default) or everyone (all)",
     )
     p.add_argument("--bandwidth-scale", type=float, default=0.1, help="KDE bandwidth scale")
+    p.add_argument(
+        "--delta-study",
+        action="store_true",
+        help="instead: randomly opened regions holding δ ∈ {0, 0.5, 0.9} of the people, "
+        "Laplace at ε ∈ {0.1, 1, 5} with known / KDE noise and the DP bound (thesis §4.6.1, "
+        "Figs 4.3–4.6)",
+    )
     p.add_argument("--report", type=Path, default=Path("out/audit"), help="output folder")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
     return p
@@ -388,6 +396,18 @@ def main(argv: list[str]) -> int:
         if v is not None:
             check_positive(k, v)
     data = ev.data_from_args(args)
+    if args.delta_study:
+        rows = audit_delta.delta_study(data, runs=args.runs,
+                                       bandwidth_scale=args.bandwidth_scale)
+        args.report.mkdir(parents=True, exist_ok=True)
+        fig = audit_delta.plot(rows, data.hour[data.eval_mask],
+                               args.report / "fig_4_3_to_4_6_delta.png")
+        headers, table = audit_delta.table(rows)
+        print("\t".join(headers))
+        for r in table:
+            print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
+        print(f"figure: {fig}")
+        return 0
     note = "given"
     if any(v is None for v in given.values()):
         tuned = equal_utility_params(data, args.target, args.period)
