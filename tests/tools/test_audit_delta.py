@@ -41,3 +41,21 @@ def test_delta_study_directions_on_a_simulated_building() -> None:
     assert high("laplace-known", 0.1) < high("laplace-known", 1.0) <= high("laplace-known", 5.0)
     assert high("laplace-known", 5.0) <= high("true", np.inf)
     assert high("dp-bound", 5.0) > high("laplace-known", 5.0)
+
+
+@pytest.mark.slow
+def test_day_night_audit_takes_each_period_from_its_own_parameters() -> None:
+    from streams.tools import audit as audit_mod
+
+    data = ev.load_data("dbh", days=3, seed=6, tick_s=600.0)
+    kw = {"attackers": ("external",), "mechanisms": ("laplace-known", "dp-bound"), "runs": 1,
+          "progress": False}
+    day = audit_mod.audit(data, {"laplace": 0.5}, **kw)
+    night = audit_mod.audit(data, {"laplace": 3.0}, **kw)
+    both = audit_mod.audit_day_night(data, {"laplace": 0.5}, {"laplace": 3.0}, **kw)
+    is_day = data.day_mask[data.eval_mask]
+    for d, n, b in zip(day, night, both, strict=True):
+        np.testing.assert_array_equal(b.per_class[is_day], d.per_class[is_day])
+        np.testing.assert_array_equal(b.per_class[~is_day], n.per_class[~is_day])
+        assert "day:" in b.guarantee and "night:" in b.guarantee
+    assert not np.array_equal(day[0].per_class, night[0].per_class)  # the split matters
