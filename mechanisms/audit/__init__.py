@@ -6,6 +6,7 @@ and :mod:`mechanisms.audit.kde`.
 
 from mechanisms.audit.kde import ConditionalKDE, fit_conditional_kde
 from mechanisms.audit.posterior import (
+    ADMIN_KINDS,
     ATTACKERS,
     CONFIDENCE_EDGES,
     CONFIDENCE_LABELS,
@@ -24,6 +25,7 @@ from mechanisms.audit.posterior import (
 )
 
 __all__ = [
+    "ADMIN_KINDS",
     "ATTACKERS",
     "CONFIDENCE_EDGES",
     "CONFIDENCE_LABELS",

@@ -59,3 +59,22 @@ def test_day_night_audit_takes_each_period_from_its_own_parameters() -> None:
         np.testing.assert_array_equal(b.per_class[~is_day], n.per_class[~is_day])
         assert "day:" in b.guarantee and "night:" in b.guarantee
     assert not np.array_equal(day[0].per_class, night[0].per_class)  # the split matters
+
+
+def test_attackers_have_the_thesis_proportions_on_dbh() -> None:
+    # Thesis §4.6.2: student 37 of 64 regions (58 %), administrator 39 of 64 (61 %),
+    # the administrator covering more of the population.
+    from mechanisms.audit import ADMIN_KINDS, open_regions
+    from streams.buildings import load_site
+
+    site = load_site("dbh")
+    kinds = [loc.kind for loc in site.locations]
+    camera = [loc.camera for loc in site.locations]
+    student = open_regions("student", kinds, camera)
+    admin = open_regions("administrator", kinds, camera, administrator_kinds=ADMIN_KINDS)
+    n = len(kinds)
+    assert abs(student.mean() - 37 / 64) < 0.05 and abs(admin.mean() - 39 / 64) < 0.05
+    data = ev.load_data("dbh", days=2, seed=2)
+    pop = data.true.sum(axis=0)
+    assert pop[admin].sum() > pop[student].sum()
+    assert n == 53
