@@ -11,7 +11,7 @@ Every node's stream is released: locations, floors, buildings.
 Budget, per tick, with h levels (depth of the deepest node + 1) and optional pruning
 budget ε_pr: ε = ε_pr + ε_rest, every level gets ε_level = ε_rest/h and runs
 PeGaSus (:func:`mechanisms.pegasus.step`) at ε_level on each of its nodes
-(ε_p = share·ε_level, ε_g = (1 − share)·ε_level, θ = 5/ε_g by default).
+(ε_p = share·ε_level, ε_g = (1 − share)·ε_level, θ = 20/ε_g, PeGaSus' default).
 
 Consistency (optional, ``consistency=True``; issue 16 item 2)
     Every tick's node values are post-processed by :mod:`mechanisms.consistency`: the
@@ -189,7 +189,7 @@ class HierarchicalConfig:
     Attributes:
         epsilon: total ε per event (pruning + all levels).
         perturb_share: ε_p/ε_level within each level.
-        theta: base grouper threshold; None → 5/ε_g of a level.
+        theta: base grouper threshold; None → PeGaSus' default (20/ε_g of a level).
         smoother: ``"average"``, ``"median"`` or ``"js"``.
         grouping: False turns the groupers off.
         max_group_len: group length cap (state bound).

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from mechanisms import hierarchical, pegasus
+from mechanisms import hierarchical, pegasus, pegasus_post
 from mechanisms.accounting import UNIT_OF_PRIVACY, Budget
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.laplace import laplace_release
@@ -186,6 +186,37 @@ class PegasusStream(_Base):
         return Step(np.asarray(vals, dtype=float), st.to_bytes())
 
 
+class PegasusPostStream(_Base):
+    """PeGaSus with the Grouper as post-processing (:mod:`mechanisms.pegasus_post`).
+
+    All of ε goes to the Perturber (exactly the Laplace release, parallel over
+    locations); grouping and smoothing read only the noisy counts, so they cost nothing.
+    """
+
+    name = "pegasus-post"
+    description = "PeGaSus with the Grouper as post-processing of a full-ε Perturber"
+    noise_note = "perturber noise only (smoothing not bounded)"
+
+    @property
+    def config(self) -> pegasus_post.PegasusPostConfig:
+        return pegasus_post.PegasusPostConfig(self.params.epsilon)
+
+    def cost(self, n_locations: int) -> Cost:
+        return Cost(Budget(self.config.spent_epsilon), n_values=n_locations,
+                    note="perturber only; grouping and smoothing are post-processing")
+
+    def noise_scale(self) -> float | None:
+        return self.config.scale
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        cfg = self.config
+        st = (pegasus_post.PegasusPostState.from_bytes(state) if state
+              else pegasus_post.initialize(len(counts), cfg))
+        st, vals = pegasus_post.update(st, counts, cfg, rng=rng)
+        return Step(np.asarray(vals, dtype=float), st.to_bytes())
+
+
 class HierarchicalPegasusStream(_Base):
     """PeGaSus over the building → floor → location tree (PeGaSus Algorithm 4).
 
@@ -265,7 +296,9 @@ class TtlCounts(_Base):
 
 #: name → mechanism class.
 REGISTRY: dict[str, type[_Base]] = {
-    cls.name: cls for cls in (LaplaceStream, PegasusStream, HierarchicalPegasusStream, TtlCounts)
+    cls.name: cls
+    for cls in (LaplaceStream, PegasusStream, HierarchicalPegasusStream, PegasusPostStream,
+                TtlCounts)
 }
 
 #: Release mechanisms the pipeline knows (name → what it is).
@@ -334,7 +367,7 @@ def noise_scale_from_meta(meta: Mapping[str, Any], default_levels: float = 3.0
         return None, TtlCounts.noise_note
     sens = _positive(meta, "sensitivity") or 1.0
     eps = _positive(meta, "epsilon", "eps")
-    if cls in (PegasusStream, HierarchicalPegasusStream):
+    if cls in (PegasusStream, HierarchicalPegasusStream, PegasusPostStream):
         levels = ((_positive(meta, "levels", "h") or default_levels)
                   if cls is HierarchicalPegasusStream else 1.0)
         eps_p = _positive(meta, "epsilon_p", "eps_p")

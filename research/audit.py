@@ -5,8 +5,11 @@ Method (thesis §4.5, app. B; the math is in :mod:`research.attacker`):
 1. Simulate ``days`` days at 10-minute ticks (144 time points a day). Priors
    ``p_l^t`` per (location, time of day) from the true counts of the first N−1 days.
 2. On day N, per attacker (external: no open regions; student: classrooms, public
-   areas, lounges, corridors; administrator: camera-covered locations — from the
-   building model's location kinds and ``camera`` flags), the posterior of every
+   areas, lounges, corridors; administrator: camera-covered locations plus offices,
+   labs, meeting rooms, lounges, corridors, public areas and restrooms
+   (:data:`research.attacker.ADMIN_KINDS`: the thesis' proportions, 37 vs 39 of 64
+   regions, the administrator seeing more of the population) — from the building
+   model's location kinds and ``camera`` flags), the posterior of every
    victim in a closed region:
 
    * ``true``: from the true counts (eq. 4.3) — the most an attacker can learn;
@@ -41,9 +44,11 @@ import numpy as np
 from tqdm import tqdm
 
 from mechanisms.errors import InvalidParameterError, check_positive
+from research import audit_delta
 from research import evaluate as ev
 from research import tuning as tune_mod
 from research.attacker import (
+    ADMIN_KINDS,
     ATTACKERS,
     CONFIDENCE_LABELS,
     LaplaceLikelihood,
@@ -106,6 +111,53 @@ def equal_utility_params(
                     f"{r.mechanism} cannot reach utility {target:.0%} ({period}); lower --target"
                 )
             out[r.mechanism] = r.param
+    return out
+
+
+def equal_utility_params_by_period(
+    data: ev.EvalData, target: float, *, runs: int = 3, progress: bool = True
+) -> dict[str, dict[str, float]]:
+    """:func:`equal_utility_params` for day and night from one tuning run (thesis Table 4.2)."""
+    rows = ev.tune_table(
+        data, ["laplace", "pegasus", "ttl"], [target], runs=runs, progress=progress
+    )
+    out: dict[str, dict[str, float]] = {p: {} for p in tune_mod.PERIODS}
+    for r in rows:
+        if r.period in out:
+            if not r.reached:
+                raise InvalidParameterError(
+                    f"{r.mechanism} cannot reach utility {target:.0%} ({r.period}); "
+                    "lower --target"
+                )
+            out[r.period][r.mechanism] = r.param
+    return out
+
+
+def audit_day_night(
+    data: ev.EvalData,
+    day_params: dict[str, float],
+    night_params: dict[str, float],
+    **kwargs: object,
+) -> list[AuditResult]:
+    """The attack with day parameters on 07:00–19:00 ticks and night parameters otherwise.
+
+    Thesis §4.6.2 tunes each mechanism separately for day and night (Table 4.2) and
+    attacks each period with its own release. Here :func:`audit` runs once per parameter
+    set and each result keeps the ticks of its own period. A posterior at one tick uses
+    only that tick's release (eq. 4.4), so for Laplace and TTL this equals releasing with
+    per-period parameters; PeGaSus groups run across the period boundary in each run and
+    its KDE is trained on all training ticks at that ε (an approximation, stated).
+    """
+    d = audit(data, day_params, **kwargs)  # type: ignore[arg-type]
+    n = audit(data, night_params, **kwargs)  # type: ignore[arg-type]
+    day = data.day_mask[data.eval_mask][:, None]
+    out = []
+    for rd, rn in zip(d, n, strict=True):
+        guarantee = rd.guarantee if rd.guarantee == rn.guarantee else (
+            f"day: {rd.guarantee}; night: {rn.guarantee}")
+        out.append(AuditResult(rd.attacker, rd.mechanism, rd.param,
+                               np.where(day, rd.per_class, rn.per_class), rd.hours,
+                               rd.runs, guarantee, rd.seconds + rn.seconds))
     return out
 
 
@@ -189,7 +241,7 @@ def audit(
 
     results = []
     for att in attackers:
-        open_mask = open_regions(att, kinds, camera)
+        open_mask = open_regions(att, kinds, camera, administrator_kinds=ADMIN_KINDS)
         pc = condition_prior(prior, open_mask)
         m_closed = closed_total(true_eval, open_mask)
         for mech in mechanisms:
@@ -360,6 +412,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="count only correct guesses (argmax, default) or everyone (all)",
     )
     p.add_argument("--bandwidth-scale", type=float, default=0.1, help="KDE bandwidth scale")
+    p.add_argument(
+        "--day-night",
+        action="store_true",
+        help="tune each mechanism separately for day (07-19) and night and attack each "
+        "period with its own parameters (thesis Table 4.2 / §4.6.2); ignores --period",
+    )
+    p.add_argument(
+        "--delta-study",
+        action="store_true",
+        help="instead: randomly opened regions holding δ ∈ {0, 0.5, 0.9} of the people, "
+        "Laplace at ε ∈ {0.1, 1, 5} with known / KDE noise and the DP bound (thesis §4.6.1, "
+        "Figs 4.3–4.6)",
+    )
     p.add_argument("--report", type=Path, default=Path("out/audit"), help="output folder")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
     return p
@@ -388,6 +453,35 @@ def main(argv: list[str]) -> int:
         if v is not None:
             check_positive(k, v)
     data = ev.data_from_args(args)
+    if args.delta_study:
+        rows = audit_delta.delta_study(data, runs=args.runs,
+                                       bandwidth_scale=args.bandwidth_scale)
+        args.report.mkdir(parents=True, exist_ok=True)
+        fig = audit_delta.plot(rows, data.hour[data.eval_mask],
+                               args.report / "fig_4_3_to_4_6_delta.png")
+        headers, table = audit_delta.table(rows)
+        print("\t".join(headers))
+        for r in table:
+            print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
+        print(f"figure: {fig}")
+        return 0
+    if args.day_night:
+        by = equal_utility_params_by_period(data, args.target)
+        per = {p: {k: float(v if v is not None else by[p][k]) for k, v in given.items()}
+               for p in tune_mod.PERIODS}
+        results = audit_day_night(data, per["day"], per["night"], attackers=attackers,
+                                  mechanisms=mechs, runs=args.runs, guess=args.guess,
+                                  bandwidth_scale=args.bandwidth_scale)
+        params = {f"{k} ({p})": v for p in tune_mod.PERIODS for k, v in per[p].items()}
+        path = write_report(results, params, data, args.report, args.format,
+                            note=f"tuned to {args.target:.0%} colour utility per period")
+        headers, rows = summary_rows(results)
+        print("\t".join(headers))
+        for r in rows:
+            print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
+        print("parameters: " + ", ".join(f"{k}={v:.4g}" for k, v in params.items()))
+        print(f"report: {path}")
+        return 0
     note = "given"
     if any(v is None for v in given.values()):
         tuned = equal_utility_params(data, args.target, args.period)

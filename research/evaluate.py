@@ -7,7 +7,8 @@ Python API (the CLI is a thin wrapper):
   whole days of ticks → :class:`EvalData`; :func:`from_events` does the same for
   any event list.
 * :func:`release` runs one mechanism over the whole stream: ``laplace``,
-  ``pegasus`` (average smoother), ``pegasus-median``, ``pegasus-js``,
+  ``pegasus`` (average smoother), ``pegasus-median``, ``pegasus-js``, ``pegasus-post``
+  (Grouper as post-processing of a full-ε Perturber),
   ``hierarchical`` (building → floor → location) at a given ε, or ``ttl`` at a
   given TTL (counts of TTL-salt pseudonyms, same oracle).
 * :func:`metrics` scores a released stream: per-tick MAE, MAE by hour of day,
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from mechanisms import pegasus_post
 from mechanisms.errors import InvalidParameterError, check_positive
 from occupancy.buildings import Site, load_site
 from occupancy.heatmap import baselines, colour_class
@@ -56,6 +58,7 @@ MECHANISMS: tuple[str, ...] = (
     "pegasus",
     "pegasus-median",
     "pegasus-js",
+    "pegasus-post",
     "hierarchical",
     "ttl",
 )
@@ -240,6 +243,8 @@ def release(
         return np.asarray(flat, dtype=float).reshape(true.shape)
     if mechanism == "hierarchical":
         return _hierarchical(data, param, rng)
+    if mechanism == "pegasus-post":
+        return _pegasus_post(data, param, rng)
     from mechanisms import pegasus
 
     cfg = pegasus.PegasusConfig(param, smoother=_SMOOTHER[mechanism])
@@ -247,6 +252,16 @@ def release(
     out = np.empty(true.shape, dtype=float)
     for i in range(true.shape[0]):
         state, out[i] = pegasus.update(state, true[i], cfg, rng=rng)
+    return out
+
+
+def _pegasus_post(data: EvalData, epsilon: float, rng: np.random.Generator | None) -> np.ndarray:
+    """PeGaSus-post (Grouper as post-processing, :mod:`mechanisms.pegasus_post`)."""
+    cfg = pegasus_post.PegasusPostConfig(epsilon)
+    state = pegasus_post.initialize(data.true.shape[1], cfg)
+    out = np.empty(data.true.shape, dtype=float)
+    for i in range(data.true.shape[0]):
+        state, out[i] = pegasus_post.update(state, data.true[i], cfg, rng=rng)
     return out
 
 

@@ -51,6 +51,11 @@ log = logging.getLogger(__name__)
 MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
 
 
+def epsilon_field(mech: str) -> str:
+    """The settings field of a mechanism's ε per tick (pegasus-post: pegasus_post_epsilon)."""
+    return f"{mech.replace('-', '_')}_epsilon"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Validated pipeline configuration (see the module docstring for the sources)."""
@@ -72,6 +77,7 @@ class Settings:
     pegasus_epsilon: float = 1.0
     pegasus_smoother: str = "average"
     hpegasus_epsilon: float = 1.0
+    pegasus_post_epsilon: float = 1.0
     ttl_s: float = 1800.0
     mide: bool = True
     mide_algorithm: str = "tslm"
@@ -110,7 +116,7 @@ class Settings:
     def release_params(self, mech: str,
                        paths: tuple[tuple[str, ...], ...] = ()) -> ReleaseParams:
         """The public parameters of a release mechanism (``{mech}_epsilon`` and the rest)."""
-        return ReleaseParams(epsilon=float(getattr(self, f"{mech}_epsilon", 0.0)),
+        return ReleaseParams(epsilon=float(getattr(self, epsilon_field(mech), 0.0)),
                              smoother=self.pegasus_smoother, paths=paths, ttl_s=self.ttl_s)
 
     def release_config(self) -> ReleaseConfig:
@@ -186,6 +192,7 @@ HELP = {
     "pegasus_epsilon": "ε per tick of flat PeGaSus",
     "pegasus_smoother": "PeGaSus smoother: average, median or js",
     "hpegasus_epsilon": "ε per tick of hierarchical PeGaSus (split over the levels)",
+    "pegasus_post_epsilon": "ε per tick of PeGaSus-post (all to the Perturber)",
     "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
     "mide": "raise MIDE fire-code alerts (true/false)",
     "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS)
@@ -369,7 +376,7 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
         raise ConfigError(f"mechanisms: listed twice in {list(s.mechanisms)}")
     for m in s.mechanisms:
         if has_guarantee(m) and not s.epsilon_of(m) > 0:
-            raise ConfigError(f"{m}_epsilon must be > 0, not {s.epsilon_of(m)!r}")
+            raise ConfigError(f"{epsilon_field(m)} must be > 0, not {s.epsilon_of(m)!r}")
     if s.ingest not in ("direct", "faust"):
         raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
     if s.pegasus_smoother not in ("average", "median", "js"):

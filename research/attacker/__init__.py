@@ -6,6 +6,7 @@ and :mod:`research.attacker.kde`.
 
 from research.attacker.kde import ConditionalKDE, fit_conditional_kde
 from research.attacker.posterior import (
+    ADMIN_KINDS,
     ATTACKERS,
     CONFIDENCE_EDGES,
     CONFIDENCE_LABELS,
@@ -24,6 +25,7 @@ from research.attacker.posterior import (
 )
 
 __all__ = [
+    "ADMIN_KINDS",
     "ATTACKERS",
     "CONFIDENCE_EDGES",
     "CONFIDENCE_LABELS",

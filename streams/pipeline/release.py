@@ -103,6 +103,8 @@ class Releaser:
     """
 
     def __init__(self, config: ReleaseConfig, site: Site) -> None:
+        if not isinstance(config, ReleaseConfig):  # a Settings: take its small config
+            config = config.release_config()
         self.s = config
         self.site = site
         self.locations = list(site.location_ids)

@@ -166,7 +166,8 @@ def test_grouper_noise_scales_are_exactly_4_and_8_over_epsilon_g() -> None:
     scales = [s for s, _ in rec.laplace_calls]
     assert scales == [4 / 0.5, 8 / 0.5] * 3
     assert cfg.threshold_noise_scale == 8.0 and cfg.test_noise_scale == 16.0
-    assert cfg.theta_value == pytest.approx(5 / 0.5)
+    assert cfg.theta_value == pytest.approx(pg.DEFAULT_THETA_TIMES_EPS_G / 0.5)
+    assert pg.DEFAULT_THETA_TIMES_EPS_G == 20.0  # issue 16: tuned (was 5, a guess)
 
 
 @pytest.mark.slow

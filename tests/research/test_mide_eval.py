@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mechanisms.errors import InvalidParameterError
 from occustream.cli import main as cli_main
-from research import mide_eval
+from research import mide_eval, mide_experiments
 
 
 @pytest.fixture
@@ -77,14 +78,14 @@ def test_counts_of_wrong_shape_are_refused(tmp_path, capsys):
 
 
 def test_simulated_day_with_history_thresholds():
-    (day,) = mide_eval.simulated_days("dbh", ["2026-01-13"], seed=3, progress=False)
+    (day,) = mide_experiments.simulated_days("dbh", ["2026-01-13"], seed=3, progress=False)
     assert day.name == "weekday"
     assert day.counts.shape == (24, 1)
     assert day.counts[9:17].max() > 0  # people during the day
     assert day.capacity.shape == (1,) and day.capacity[0] >= 1  # last week's peak
     values, pred = day.dwell
     assert values.size == pred.size > 0 and np.all(values >= 0)
-    assert pred.min() >= 0 and pred.max() < len(mide_eval.HOURS)
+    assert pred.min() >= 0 and pred.max() < len(mide_experiments.HOURS)
 
 
 # --------------------------------------------------------------------- bad input, up front
@@ -187,7 +188,7 @@ def test_largest_allowed_alpha_still_gives_ppwlm_a_plan():
                      epsilon_1=mide_eval.DEFAULTS["epsilon_1"], steps=mide_eval.DEFAULTS["steps"],
                      rng=np.random.default_rng(0))
         assert not res.denied
-    with pytest.raises(mide_eval.InvalidParameterError, match="--alphas"):
+    with pytest.raises(InvalidParameterError, match="--alphas"):
         mide_eval.check_sweeps([0.05], [mide_eval.max_alpha() * (1 + 1e-9)])
 
 
