@@ -339,6 +339,11 @@ def without_guarantee(name: str) -> bool:
     return cls is not None and cls.reads != COUNTS
 
 
+def reads_ttl_counts(names: Sequence[str]) -> bool:
+    """Whether any of these mechanisms needs the TTL-salt counts (presence must track them)."""
+    return any((cls := lookup(n)) is not None and cls.reads == TTL_COUNTS for n in names)
+
+
 def display_order(name: str) -> tuple[int, str]:
     """Sort key: registry order first, unknown names after, by name."""
     names = list(REGISTRY)
@@ -400,5 +405,5 @@ Factory = Callable[[ReleaseParams], StreamMechanism]
 __all__: Sequence[str] = [
     "COUNTS", "MECHANISMS", "REGISTRY", "TTL_COUNTS", "Cost", "Factory", "ReleaseParams",
     "Step", "StreamMechanism", "build", "display_order", "has_guarantee", "lookup",
-    "noise_scale_from_meta", "without_guarantee",
+    "noise_scale_from_meta", "reads_ttl_counts", "without_guarantee",
 ]

@@ -44,6 +44,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mechanisms.errors import InvalidParameterError, check_positive
+from mechanisms.registry import without_guarantee
 from research import audit_delta
 from research import evaluate as ev
 from research import tuning as tune_mod
@@ -66,6 +67,8 @@ from research.attacker import (
 from research.report import Report, new_figure, stacked_classes
 
 AUDITED: tuple[str, ...] = ("true", "laplace-known", "laplace", "pegasus", "ttl", "dp-bound")
+#: audited rows computed from a formula, with no released stream of their own
+ANALYTIC = frozenset({"dp-bound"})
 _TRAIN_STREAM = 10_000  # rng stream index of the KDE training run
 
 
@@ -89,7 +92,7 @@ class AuditResult:
 
 
 def _guarantee(mech: str, param: float) -> str:
-    if mech == "ttl":
+    if without_guarantee(mech):
         return tune_mod.TTL_GUARANTEE
     if mech == "true":
         return "none (true counts)"
@@ -213,7 +216,7 @@ def audit(
     # Released streams (eval day) and likelihoods, shared by all attackers.
     streams: dict[str, list[np.ndarray]] = {}
     likelihoods: dict[str, Likelihood] = {}
-    jobs = [m for m in mechanisms if m in {"laplace-known", "laplace", "pegasus", "ttl"}]
+    jobs = [m for m in mechanisms if m in need and m not in ANALYTIC]
     bar = tqdm(
         total=len(jobs) + len(attackers) * len(mechanisms),
         desc="audit",
@@ -224,7 +227,7 @@ def audit(
         base = need[m]
         p = params[base]
         bar.set_postfix_str(f"release {m}")
-        n = 1 if base == "ttl" else runs
+        n = 1 if without_guarantee(base) else runs
         if base not in streams:
             streams[base] = [
                 ev.release(data, base, p, rng=np.random.default_rng([seed, r]))[evm]

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mechanisms import pegasus_post
+from mechanisms import registry
 from mechanisms.errors import InvalidParameterError, check_positive
 from occupancy.buildings import Site, load_site
 from occupancy.heatmap import baselines, colour_class
@@ -53,16 +53,18 @@ from research.report import Report, new_figure
 
 log = logging.getLogger(__name__)
 
-MECHANISMS: tuple[str, ...] = (
-    "laplace",
-    "pegasus",
-    "pegasus-median",
-    "pegasus-js",
-    "pegasus-post",
-    "hierarchical",
-    "ttl",
-)
-_SMOOTHER = {"pegasus": "average", "pegasus-median": "median", "pegasus-js": "js"}
+#: evaluation name → (registry mechanism, PeGaSus smoother): the variants differ only in
+#: public parameters; what each mechanism is comes from :mod:`mechanisms.registry`.
+VARIANTS: dict[str, tuple[str, str]] = {
+    "laplace": ("laplace", "average"),
+    "pegasus": ("pegasus", "average"),
+    "pegasus-median": ("pegasus", "median"),
+    "pegasus-js": ("pegasus", "js"),
+    "pegasus-post": ("pegasus-post", "average"),
+    "hierarchical": ("hpegasus", "average"),
+    "ttl": ("ttl", "average"),
+}
+MECHANISMS: tuple[str, ...] = tuple(VARIANTS)
 DAY_HOURS = (7.0, 19.0)
 WINDOW_TICKS = 12  # sliding-window sums over 1 h at 300 s ticks
 ROC_WINDOW = 3  # jump detection: sums over 3 ticks vs the 3 before
@@ -228,56 +230,29 @@ def release(
         raise InvalidParameterError(
             f"mechanism must be one of {list(MECHANISMS)}, not {mechanism!r}"
         )
-    param = check_positive("ttl_s" if mechanism == "ttl" else "epsilon", param)
-    if mechanism == "ttl":
+    name, smoother = VARIANTS[mechanism]
+    if no_guarantee(mechanism):  # the TTL chain: param is the salt lifetime
+        param = check_positive("ttl_s", param)
         key = ("ttl", param)
         if key not in data._cache:
             data._cache[key] = _ttl_counts(data, param)
         return data._cache[key]
+    params = registry.ReleaseParams(
+        epsilon=check_positive("epsilon", param), smoother=smoother,
+        paths=tuple(tuple(p) for p in data.site.hierarchy()))
+    mech = registry.build(name, params)
     true = data.true
-    if mechanism == "laplace":
-        from mechanisms.laplace import laplace_release
-
-        # Cells are released independently: one vectorised call over all (tick, location).
-        flat = laplace_release(true.ravel(), param, rng=rng)
-        return np.asarray(flat, dtype=float).reshape(true.shape)
-    if mechanism == "hierarchical":
-        return _hierarchical(data, param, rng)
-    if mechanism == "pegasus-post":
-        return _pegasus_post(data, param, rng)
-    from mechanisms import pegasus
-
-    cfg = pegasus.PegasusConfig(param, smoother=_SMOOTHER[mechanism])
-    state = pegasus.initialize(true.shape[1], cfg)
     out = np.empty(true.shape, dtype=float)
-    for i in range(true.shape[0]):
-        state, out[i] = pegasus.update(state, true[i], cfg, rng=rng)
+    state: bytes | None = None
+    for i in range(true.shape[0]):  # the same state machine the release stage runs
+        step = mech.update(state, true[i], rng=rng)
+        state, out[i] = step.state, step.values
     return out
 
 
-def _pegasus_post(data: EvalData, epsilon: float, rng: np.random.Generator | None) -> np.ndarray:
-    """PeGaSus-post (Grouper as post-processing, :mod:`mechanisms.pegasus_post`)."""
-    cfg = pegasus_post.PegasusPostConfig(epsilon)
-    state = pegasus_post.initialize(data.true.shape[1], cfg)
-    out = np.empty(data.true.shape, dtype=float)
-    for i in range(data.true.shape[0]):
-        state, out[i] = pegasus_post.update(state, data.true[i], cfg, rng=rng)
-    return out
-
-
-def _hierarchical(data: EvalData, epsilon: float, rng: np.random.Generator | None) -> np.ndarray:
-    """Hierarchical PeGaSus over building → floor → location; the location streams."""
-    from mechanisms import hierarchical
-
-    tree = hierarchical.tree_from_paths(data.site.hierarchy())
-    cfg = hierarchical.HierarchicalConfig(epsilon=epsilon)
-    state = hierarchical.initialize(tree, cfg)
-    n_loc = data.true.shape[1]
-    out = np.empty(data.true.shape, dtype=float)
-    for i in range(data.true.shape[0]):
-        state, rel = hierarchical.update(state, data.true[i], tree, cfg, rng=rng)
-        out[i] = np.asarray(rel)[:n_loc]  # leaves are nodes 0..L-1 (tree_from_paths)
-    return out
+def no_guarantee(mechanism: str) -> bool:
+    """Whether an evaluation mechanism has no formal guarantee (its parameter is a TTL)."""
+    return registry.without_guarantee(VARIANTS[mechanism][0])
 
 
 def _ttl_counts(data: EvalData, ttl_s: float) -> np.ndarray:
@@ -473,12 +448,12 @@ def evaluate(
     if runs < 1:
         raise InvalidParameterError(f"runs must be >= 1, not {runs!r}")
     setup = task_setup(data)
-    jobs = [(m, float(p)) for m in mechanisms for p in (ttls_s if m == "ttl" else epsilons)]
+    jobs = [(m, float(p)) for m in mechanisms for p in (ttls_s if no_guarantee(m) else epsilons)]
     rows = []
     bar = tqdm(jobs, desc="evaluate", file=sys.stderr, disable=not progress)
     for mech, p in bar:
         bar.set_postfix_str(f"{mech} {p:g}")
-        n = 1 if mech == "ttl" else runs
+        n = 1 if no_guarantee(mech) else runs
         ms = [
             metrics(data, release(data, mech, p, rng=np.random.default_rng([seed, r])), setup)
             for r in range(n)
@@ -486,7 +461,7 @@ def evaluate(
         rows.append(
             EvalRow(
                 mechanism=mech,
-                param_name="ttl_s" if mech == "ttl" else "epsilon",
+                param_name="ttl_s" if no_guarantee(mech) else "epsilon",
                 param=p,
                 runs=n,
                 mae=float(np.mean([m["mae"] for m in ms])),
@@ -534,7 +509,7 @@ def tune_table(
 
     def evaluator(mech: str, p: float, period: str) -> tuple[np.ndarray, float]:
         if (mech, p) not in cache:
-            n = 1 if mech == "ttl" else runs
+            n = 1 if no_guarantee(mech) else runs
             res = []
             for r in range(n):
                 rel = release(data, mech, p, rng=np.random.default_rng([seed, r]))
@@ -618,7 +593,7 @@ def add_eval_section(report: Report, rows: Sequence[EvalRow], data: EvalData) ->
     headers, body = eval_table(rows)
     headers.append("guarantee")
     for r, line in zip(rows, body, strict=True):
-        line.append(tune_mod.TTL_GUARANTEE if r.mechanism == "ttl" else "ε-DP (event-level)")
+        line.append(tune_mod.TTL_GUARANTEE if no_guarantee(r.mechanism) else "ε-DP (event-level)")
     report.table(headers, body)
     dp = [r for r in rows if r.param_name == "epsilon"]
     mechs = list(dict.fromkeys(r.mechanism for r in dp))

@@ -32,6 +32,7 @@ import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.pseudonym import TTL_GUARANTEE
+from mechanisms.registry import without_guarantee
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def table_4_2(
     ranges = ranges or {}
     rows = []
     for mech in mechanisms:
-        is_ttl = mech == "ttl"
+        is_ttl = without_guarantee(mech)
         lo, hi = ranges.get(mech, (1.0, 86400.0) if is_ttl else (1e-3, 50.0))
         for period in periods:
             sig: dict[float, float] = {}

@@ -127,3 +127,57 @@ def test_package_docstring_names_no_stale_module(pkg):
         pytest.skip(f"{pkg} has no __init__.py")
     doc = ast.get_docstring(ast.parse(init.read_text())) or ""
     assert "streams.tools" not in doc and "streams/tools" not in doc
+
+
+def _mechanism_names() -> set[str]:
+    from mechanisms.registry import REGISTRY
+
+    return set(REGISTRY)
+
+
+def _names_in(node: ast.AST, names: set[str]) -> list[str]:
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            v = sub.value
+            if v in names:
+                found.append(v)
+    return found
+
+
+def name_branches(root: Path) -> list[str]:
+    """Comparisons (``==``, ``!=``, ``in``) and ``startswith`` on a mechanism's name.
+
+    What a mechanism is and does belongs to :mod:`mechanisms.registry`; anywhere else a
+    test of a name means that meaning was restated. Tables of names (dict literals,
+    defaults) are not branches and are allowed.
+    """
+    names = _mechanism_names()
+    bad = []
+    for pkg in LAYERS:
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = path.relative_to(root)
+            if rel.parts[0] == "mechanisms":
+                continue  # the library that defines the mechanisms and the registry
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                hit: list[str] = []
+                if isinstance(node, ast.Compare):
+                    hit = _names_in(node, names)
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in ("startswith", "endswith")):
+                    hit = _names_in(ast.Tuple(elts=node.args, ctx=ast.Load()), names)
+                if hit:
+                    bad.append(f"{rel}:{node.lineno} branches on {sorted(set(hit))}")
+    return bad
+
+
+def test_no_branch_on_a_mechanism_name_outside_the_registry():
+    assert name_branches(ROOT) == []
+
+
+def test_the_name_check_fails_on_a_branch(tmp_path):
+    (tmp_path / "readmodel").mkdir()
+    (tmp_path / "readmodel" / "x.py").write_text(
+        "def f(mech):\n    return 1 if mech == 'pegasus' else 2\n")
+    assert name_branches(tmp_path) == ["readmodel/x.py:2 branches on ['pegasus']"]

@@ -14,6 +14,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
+from mechanisms.registry import reads_ttl_counts
 from occupancy.buildings import Site
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.presence import PartitionState, StageConfig
@@ -34,7 +35,7 @@ def stage_config(settings: Settings, site: Site) -> StageConfig:
         tick_s=settings.tick_s, validity_s=settings.validity_s,
         lateness_s=settings.lateness_s, max_future_s=settings.max_future_s,
         ttl_s=settings.ttl_s, secret=settings.secret,
-        track_ttl="ttl" in settings.mechanisms,
+        track_ttl=reads_ttl_counts(settings.mechanisms),
         max_marker_jump_s=settings.max_marker_jump_s,
     )
 
