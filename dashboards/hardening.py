@@ -33,6 +33,8 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 #: Seconds a client may take to send a complete request head (slowloris protection).
 HEADER_TIMEOUT_S = 10.0
@@ -56,14 +58,9 @@ SECURITY_HEADERS = {
 #: The ``Server`` header: the product, no version (aiohttp's default names its version).
 SERVER_NAME = "occustream"
 
-try:  # redis-py's connection failures (the dashboard always has redis installed)
-    from redis.exceptions import ConnectionError as _RedisConnectionError
-    from redis.exceptions import TimeoutError as _RedisTimeoutError
-
-    REDIS_DOWN: tuple[type[BaseException], ...] = (
-        _RedisConnectionError, _RedisTimeoutError, ConnectionRefusedError)
-except ImportError:  # pragma: no cover
-    REDIS_DOWN = (ConnectionRefusedError,)
+#: redis-py's connection failures, and a refused socket.
+REDIS_DOWN: tuple[type[BaseException], ...] = (
+    RedisConnectionError, RedisTimeoutError, ConnectionRefusedError)
 
 MASK = "***"
 _PATTERNS = (

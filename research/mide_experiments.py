@@ -22,6 +22,8 @@ from mechanisms.mide import decide, posterior_bounds
 from mechanisms.mide.aggregates import avg_query, count_query
 from mechanisms.mide.complex import And, Leaf, Or, answer, truth
 from mechanisms.mide.entropy import min_entropy_solution
+from occupancy.buildings import load_site
+from simulator import simulate
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +98,6 @@ def simulated_days(
         raise InvalidParameterError(
             f"capacity_source must be 'design' or 'history', not {capacity_source!r}"
         )
-    try:
-        from occupancy.buildings import load_site
-        from simulator import simulate
-    except ImportError as exc:  # pragma: no cover - the simulator ships with the project
-        raise ConfigError(
-            f"the simulator is not available ({exc}); use --counts or --synthetic"
-        ) from None
     site = load_site(site_name)
     loc_index = {loc: i for i, loc in enumerate(site.location_ids)}
     groups = np.zeros(len(site.location_ids), dtype=int)

@@ -30,9 +30,9 @@ from typing import Any, Union
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive, check_probability
-from mechanisms.mide._rng import resolve_rng
 from mechanisms.mide.aggregates import ThresholdQuery
 from mechanisms.mide.mechanisms import MideResult, decide, single_step_epsilon
+from mechanisms.noise import resolve_rng
 
 __all__ = [
     "And",

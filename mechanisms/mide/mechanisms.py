@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive, check_probability
-from mechanisms.mide._rng import resolve_rng
 from mechanisms.mide.entropy import check_priors, min_entropy
 from mechanisms.mide.privrelax import privrelax
+from mechanisms.noise import resolve_rng
 
 __all__ = [
     "ALGORITHMS",

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
-from mechanisms.mide._rng import resolve_rng
+from mechanisms.noise import resolve_rng
 
 __all__ = ["privrelax"]
 

@@ -8,8 +8,7 @@ occupancy stage's checkpoint, so the whole release sequence is a deterministic
 function of the true counts and the secret.
 
 The mechanisms themselves live in :mod:`mechanisms` (pure numpy); this module only
-adapts them to the tick loop. A mechanism whose library module is not installed is
-reported once and skipped.
+adapts them to the tick loop through :mod:`mechanisms.registry`.
 """
 
 from __future__ import annotations
