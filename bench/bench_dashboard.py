@@ -27,6 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from dashboards.synthetic import seed
+from infra.services import free_port, running_services
+from occupancy import redis_layout as rl
+from occupancy.buildings import load_site
+
 ADMIN = "bench-admin-token"
 ANALYST = "bench-analyst-token"
 BUILDING = "dbh"
@@ -56,7 +61,6 @@ async def _fanout(base: str, redis_url: str, site: Any, n_subs: int, repeats: in
     import aiohttp
     import redis.asyncio as aioredis
 
-    from occupancy import redis_layout as rl
 
     arrivals: dict[int, list[float]] = {}
     hello = asyncio.Event()
@@ -120,7 +124,6 @@ def _history(base: str, redis_url: str, location: str, start: float, end: float,
              repeats: int) -> tuple[list[float], list[float], int]:
     import redis
 
-    from occupancy import redis_layout as rl
 
     url = (f"{base}/api/history?mech=laplace&location={location}&start={start:.0f}"
            f"&end={end:.0f}")
@@ -147,10 +150,6 @@ def run(quick: bool = False) -> dict[str, Any]:
     """Run both benchmarks; return their figures."""
     import redis
 
-    from dashboards.synthetic import seed
-    from infra.services import free_port, running_services
-    from occupancy import redis_layout as rl
-    from occupancy.buildings import load_site
 
     n_subs = 100 if quick else 500
     repeats = 5 if quick else 15

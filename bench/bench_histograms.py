@@ -36,6 +36,7 @@ from research.histogram import (
     load_array,
     write_report,
 )
+from simulator import simulate
 
 OUT = Path(__file__).parent / "results" / "histograms"
 EPSILONS = (1.0, 0.5, 0.1)
@@ -65,7 +66,6 @@ def _datasets(quick: bool) -> dict[str, np.ndarray]:
 
 
 def _occupancy_cube() -> np.ndarray:
-    from simulator import simulate
 
     sim = simulate("dbh", days=1, seed=7)
     return sim.occupancy(tick_s=300).counts.T.astype(float).ravel()  # location-major

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from infra.services import EmbeddedKafka, create_topics
 from simulator import Scenarios, simulate
 from simulator.kafka import produce
 
@@ -49,7 +50,6 @@ def run(quick: bool = False) -> dict:
     rate, _ = _median_rate(generate, repeats)
     out["generate_only_events_per_s"] = round(rate)
 
-    from infra.services import EmbeddedKafka, create_topics
 
     records = list(simulate("dbh", days=days, seed=7, scenarios=scen).records())
     out["broker_events"] = len(records)

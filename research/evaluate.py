@@ -42,11 +42,14 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+import simulator
 from mechanisms import registry
 from mechanisms.errors import InvalidParameterError, check_positive
+from mechanisms.pseudonym import ttl_pseudonym
 from occupancy.buildings import Site, load_site
 from occupancy.heatmap import baselines, colour_class
 from occupancy.oracle import occupancy_oracle
+from research import queries
 from research import tasks as task_lib
 from research import tuning as tune_mod
 from research.report import Report, new_figure
@@ -191,8 +194,6 @@ def load_data(
 
     ``scale`` multiplies the simulated population (1.0 ≈ the thesis' volume).
     """
-    import simulator
-
     site = load_site(building)
     _check_grid(days, eval_days, tick_s)  # before the log line: one error line on bad input
     kwargs: dict[str, Any] = {"days": days, "seed": seed, "scale": scale}
@@ -256,8 +257,6 @@ def no_guarantee(mechanism: str) -> bool:
 
 
 def _ttl_counts(data: EvalData, ttl_s: float) -> np.ndarray:
-    from mechanisms.pseudonym import ttl_pseudonym
-
     states: dict[str, Any] = {}
 
     def identity(obs: Any) -> str:
@@ -379,8 +378,6 @@ def roc_curve(true: np.ndarray, released: np.ndarray) -> Any:
     :data:`ROC_EVENT` people-ticks against the window before, in the true stream;
     the released stream is swept over thresholds.
     """
-    from research import queries
-
     return queries.roc_sweep(released, true, "jump", ROC_EVENT, ROC_THRESHOLDS, ROC_WINDOW)
 
 
@@ -388,8 +385,6 @@ def metrics(
     data: EvalData, released: np.ndarray, setup: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """All figures of one released stream (module docstring)."""
-    from research import queries
-
     true = data.true.astype(float)
     err = np.abs(released - true)
     hours = data.hour.astype(int)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from infra.services import TOPICS, create_topics, running_services
 from mechanisms.errors import InvalidParameterError, ServiceError
 
 log = logging.getLogger(__name__)
@@ -267,7 +268,6 @@ def kafka_target(bootstrap: str | None, topic: str = TOPIC) -> Iterator[str]:
     """
     bootstrap = bootstrap or os.environ.get("KAFKA_BOOTSTRAP", "").strip() or None
     if bootstrap:
-        from infra.services import create_topics
 
         try:
             create_topics(bootstrap, {topic: 4})
@@ -277,7 +277,6 @@ def kafka_target(bootstrap: str | None, topic: str = TOPIC) -> Iterator[str]:
             ) from None
         yield bootstrap
         return
-    from infra.services import TOPICS, running_services
 
     log.info("no --kafka and no KAFKA_BOOTSTRAP: starting the embedded broker")
     with running_services(redis=False, env={}, topics={**TOPICS, topic: 4}) as services:
