@@ -15,6 +15,7 @@ COPY occupancy ./occupancy
 COPY infra ./infra
 COPY simulator ./simulator
 COPY streams ./streams
+COPY connectors ./connectors
 COPY readmodel ./readmodel
 COPY dashboards ./dashboards
 COPY research ./research
