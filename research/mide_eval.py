@@ -396,7 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_skip(text: str) -> set[str]:
-    """The ``--skip`` parts, each checked against :data:`PARTS`."""
+    """The ``--skip`` parts, each checked against :data:`PARTS`.
+
+    Raises:
+        InvalidParameterError: naming the unknown parts.
+    """
     skip = {s.strip() for s in text.split(",") if s.strip()}
     unknown = skip - set(PARTS)
     if unknown:
@@ -407,7 +411,12 @@ def _parse_skip(text: str) -> set[str]:
 
 
 def _parse_dates(text: str) -> list[str]:
-    """The ``--dates``: ISO dates, one weekday and/or one weekend day."""
+    """The ``--dates``: ISO dates, one weekday and/or one weekend day.
+
+    Raises:
+        InvalidParameterError: a date that does not parse, none, more than two, or two
+            of the same kind.
+    """
     dates = [d.strip() for d in text.split(",") if d.strip()]
     try:
         kinds = [datetime.fromisoformat(d).weekday() >= 5 for d in dates]

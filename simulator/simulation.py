@@ -401,9 +401,9 @@ def _median_classroom(plan: BuildingPlan) -> int | None:
 
 
 #: A stay forced into a person's plan: ``(start s, end s, location index)``.
-ForcedStay = tuple[float, float, int]
+_ForcedStay = tuple[float, float, int]
 #: The broken AP: ``(AP number in AP order, time it stops reporting, s since midnight)``.
-BrokenAp = tuple[int, float]
+_BrokenAp = tuple[int, float]
 
 
 @dataclass(frozen=True)
@@ -458,7 +458,11 @@ class _ApLayout:
 
 
 def _check_seed(seed: int) -> None:
-    """Reject anything but a non-negative integer seed."""
+    """Reject anything but a non-negative integer seed.
+
+    Raises:
+        InvalidParameterError: a bool, a non-integer or a negative integer.
+    """
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InvalidParameterError(f"seed must be a non-negative integer, not {seed!r}")
 
@@ -516,13 +520,13 @@ def _inject_overcapacity(plan: BuildingPlan, site: Site, scen: Scenarios,
 
 
 def _weekly_meetings(plan: BuildingPlan, site: Site, win: _Window
-                     ) -> tuple[dict[int, dict[int, list[ForcedStay]]], list[dict[str, Any]]]:
+                     ) -> tuple[dict[int, dict[int, list[_ForcedStay]]], list[dict[str, Any]]]:
     """The Tuesday 10:00–11:00 meeting of eight faculty members in the first meeting room.
 
     Returns:
         ``(forced stays by day → person → stays, scenario records inside the window)``.
     """
-    forced_by_day: dict[int, dict[int, list[ForcedStay]]] = {}
+    forced_by_day: dict[int, dict[int, list[_ForcedStay]]] = {}
     records: list[dict[str, Any]] = []
     if not plan.meetings:
         return forced_by_day, records
@@ -556,7 +560,7 @@ def _plan_buildings(site: Site, scen: Scenarios, win: _Window,
         plans.append(plan)
         if scen.overcapacity:
             records.extend(_inject_overcapacity(plan, site, scen, win))
-        forced_by_day: dict[int, dict[int, list[ForcedStay]]] = {}
+        forced_by_day: dict[int, dict[int, list[_ForcedStay]]] = {}
         if scen.weekly_meeting:
             forced_by_day, meeting_records = _weekly_meetings(plan, site, win)
             records.extend(meeting_records)
@@ -568,7 +572,7 @@ def _plan_buildings(site: Site, scen: Scenarios, win: _Window,
 
 
 def _choose_broken_ap(plan: BuildingPlan, site: Site, aps: _ApLayout,
-                      win: _Window) -> tuple[BrokenAp, dict[str, Any]]:
+                      win: _Window) -> tuple[_BrokenAp, dict[str, Any]]:
     """The first building's busiest single-AP classroom loses its AP from day 2, 12:00.
 
     Returns:
@@ -675,7 +679,7 @@ def _device_macs(table: StayTable, dev_info: list[tuple[int, bool]],
     return macs, mac_of_stay
 
 
-def _valid_columns(win: _Window, broken: BrokenAp | None, *, t: np.ndarray, ap: np.ndarray,
+def _valid_columns(win: _Window, broken: _BrokenAp | None, *, t: np.ndarray, ap: np.ndarray,
                    rssi: np.ndarray, mac: np.ndarray, delay: np.ndarray
                    ) -> dict[str, np.ndarray]:
     """The events inside the window and not from the broken AP, in arrival order.
@@ -702,7 +706,7 @@ def _valid_columns(win: _Window, broken: BrokenAp | None, *, t: np.ndarray, ap: 
 
 def _malformed_records(
     cols: dict[str, np.ndarray], rate: float, seq: np.random.SeedSequence, macs: list[str],
-    ap_ids: list[str], broken: BrokenAp | None, lateness_s: float, max_future_s: float,
+    ap_ids: list[str], broken: _BrokenAp | None, lateness_s: float, max_future_s: float,
 ) -> list[tuple[int, dict[str, Any], str]]:
     """Draw the malformed records and where they go (after :data:`MALFORMED_WARMUP`).
 
@@ -813,7 +817,7 @@ def simulate(
     *building_seeds, malformed_seed = np.random.SeedSequence(int(seed)).spawn(
         len(site.buildings) + 1)
     plans, scen_records = _plan_buildings(site, scen, win, building_seeds, scale, progress)
-    broken: BrokenAp | None = None
+    broken: _BrokenAp | None = None
     if scen.broken_ap:
         broken, broken_record = _choose_broken_ap(plans[0], site, aps, win)
         scen_records.append(broken_record)
