@@ -44,7 +44,8 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,153 +70,225 @@ class CsvImportError(BuildingModelError):
         super().__init__(errors[0] + more)
 
 
-def import_csv(text: str, source: str = "<csv>", *, site_id: str | None = None,
-               site_name: str | None = None) -> dict[str, Any]:
-    """Building JSON (a dict) from the CSV text; raises :class:`CsvImportError`."""
-    errors: list[str] = []
+_ID_RULE = "is not an id (letters, digits, _ . : -)"
+_AP_ONLY = ("ap_name", "aliases", "ap_x", "ap_y")
 
-    def err(row: int, col: str, msg: str) -> None:
-        errors.append(f"{source}: row {row}, column {col!r}: {msg}")
 
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+def _read_header(reader: Iterator[list[str]], source: str) -> list[str]:
+    """The header's column names (stripped, lower case), each checked.
+
+    Raises:
+        CsvImportError: empty file, or every unknown, duplicate or missing column.
+    """
     try:
         header = next(reader)
     except StopIteration:
         raise CsvImportError([f"{source}: row 1: empty file, expected a header row"]) from None
     cols = [h.strip().lower() for h in header]
+    errors = []
     for i, c in enumerate(cols):
         if c not in COLUMNS:
-            err(1, header[i], f"unknown column; expected some of {list(COLUMNS)}")
+            errors.append(_problem(source, 1, header[i],
+                                   f"unknown column; expected some of {list(COLUMNS)}"))
         elif cols.index(c) != i:
-            err(1, header[i], "duplicate column")
-    for c in REQUIRED:
-        if c not in cols:
-            err(1, c, "missing required column")
+            errors.append(_problem(source, 1, header[i], "duplicate column"))
+    errors += [_problem(source, 1, c, "missing required column") for c in REQUIRED
+               if c not in cols]
     if errors:
         raise CsvImportError(errors)
+    return cols
 
-    buildings: dict[str, dict[str, Any]] = {}
-    floors: dict[str, dict[str, Any]] = {}
-    rooms: dict[str, dict[str, Any]] = {}
-    aps: dict[str, dict[str, Any]] = {}
-    macs: dict[str, int] = {}
-    owner: dict[str, tuple[str, int]] = {}  # id → (kind, row)
 
-    def claim(ident: str, kind: str, row: int, col: str) -> bool:
-        prev = owner.get(ident)
+def _problem(source: str, row: int, col: str, msg: str) -> str:
+    """One error line: file, row (1 = header), column, message."""
+    return f"{source}: row {row}, column {col!r}: {msg}"
+
+
+@dataclass(frozen=True)
+class _RoomCells:
+    """The parsed room cells of a row (a ``level`` that did not parse is None)."""
+
+    capacity: int
+    level: int | None
+    kind: str
+    camera: bool
+
+
+class _Collector:
+    """Reads the data rows into buildings → floors → rooms → APs, collecting problems.
+
+    Attributes:
+        errors: one line per problem (see :func:`_problem`), in row order.
+        buildings, floors, rooms, aps: id → entry (with ``_row``, its first row), in
+            order of first appearance; a building lists its floor ids, a floor its room
+            ids, a room its AP ids.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.errors: list[str] = []
+        self.buildings: dict[str, dict[str, Any]] = {}
+        self.floors: dict[str, dict[str, Any]] = {}
+        self.rooms: dict[str, dict[str, Any]] = {}
+        self.aps: dict[str, dict[str, Any]] = {}
+        self._macs: dict[str, int] = {}  # canonical MAC → row
+        self._owner: dict[str, tuple[str, int]] = {}  # id → (kind of thing, row)
+
+    def err(self, row: int, col: str, msg: str) -> None:
+        """Record a problem of ``row`` in column ``col``."""
+        self.errors.append(_problem(self.source, row, col, msg))
+
+    def claim(self, ident: str, kind: str, row: int, col: str) -> bool:
+        """Reserve ``ident`` for a ``kind`` (building, floor, room, ap); False if taken."""
+        prev = self._owner.get(ident)
         if prev is None:
-            owner[ident] = (kind, row)
+            self._owner[ident] = (kind, row)
             return True
         if prev[0] != kind:
-            err(row, col, f"id {ident!r} is already the {prev[0]} of row {prev[1]}")
+            self.err(row, col, f"id {ident!r} is already the {prev[0]} of row {prev[1]}")
             return False
         return True
 
-    def same(d: dict[str, Any], key: str, value: Any, row: int, col: str) -> None:
+    def same(self, d: dict[str, Any], key: str, value: Any, row: int, col: str) -> None:
+        """Set ``d[key]`` on first mention; a later, different value is a problem."""
         if value is None:
             return
         if d.get(key) is None:
             d[key] = value
         elif d[key] != value:
-            err(row, col, f"{value!r} contradicts {d[key]!r} given for it on row {d['_row']}")
+            self.err(row, col,
+                     f"{value!r} contradicts {d[key]!r} given for it on row {d['_row']}")
 
-    n_rows = 0
-    for rown, values in enumerate(reader, start=2):
-        if not any(v.strip() for v in values):
-            continue
-        n_rows += 1
+    def add_row(self, rown: int, values: list[str], cols: list[str]) -> None:
+        """Check one non-blank data row and add what it describes."""
         if len(values) > len(cols):
-            err(rown, f"#{len(cols) + 1}", f"{len(values)} cells, the header has {len(cols)}")
-            continue
+            self.err(rown, f"#{len(cols) + 1}", f"{len(values)} cells, the header has {len(cols)}")
+            return
         r = {c: (values[i].strip() if i < len(values) else "") for i, c in enumerate(cols)}
+        if not self._check_ids(rown, r):
+            return
+        cells = self._room_cells(rown, r)
+        if cells is None:
+            return
+        room = self._add_room(rown, r, cells)
+        if room is not None:
+            self._add_ap(rown, r, room)
+
+    def _check_ids(self, rown: int, r: dict[str, str]) -> bool:
+        """The required cells are present and building / floor / room are ids."""
         ok = True
         for c in REQUIRED:
             if not r[c]:
-                err(rown, c, "empty")
+                self.err(rown, c, "empty")
                 ok = False
             elif c != "capacity" and not _ID.match(r[c]):
-                err(rown, c, f"{r[c]!r} is not an id (letters, digits, _ . : -)")
+                self.err(rown, c, f"{r[c]!r} {_ID_RULE}")
                 ok = False
-        if not ok:
-            continue
-        bid, fid, rid = r["building"], r["floor"], r["room"]
+        return ok
+
+    def _room_cells(self, rown: int, r: dict[str, str]) -> _RoomCells | None:
+        """Capacity, floor level, kind and camera of a row (None: the row is refused)."""
         try:
             cap = int(r["capacity"])
             if cap <= 0:
                 raise ValueError
         except ValueError:
-            err(rown, "capacity", f"must be a positive integer, not {r['capacity']!r}")
-            continue
+            self.err(rown, "capacity", f"must be a positive integer, not {r['capacity']!r}")
+            return None
         level = None
         if r.get("floor_level"):
             try:
                 level = int(r["floor_level"])
-            except ValueError:
-                err(rown, "floor_level", f"must be an integer, not {r['floor_level']!r}")
+            except ValueError:  # reported; the row's other problems are still looked for
+                self.err(rown, "floor_level", f"must be an integer, not {r['floor_level']!r}")
         kind = (r.get("kind") or "office").lower()
         if kind not in LOCATION_KINDS:
-            err(rown, "kind", f"must be one of {sorted(LOCATION_KINDS)}, not {r['kind']!r}")
-            continue
+            self.err(rown, "kind", f"must be one of {sorted(LOCATION_KINDS)}, not {r['kind']!r}")
+            return None
         camera_s = (r.get("camera") or "false").lower()
         if camera_s not in ("true", "false", "yes", "no", "1", "0"):
-            err(rown, "camera", f"must be true or false, not {r['camera']!r}")
-            continue
-        camera = camera_s in ("true", "yes", "1")
-        if not (claim(bid, "building", rown, "building") and claim(fid, "floor", rown, "floor")
-                and claim(rid, "room", rown, "room")):
-            continue
-        b = buildings.setdefault(bid, {"_row": rown, "floors": []})
-        same(b, "name", r.get("building_name") or None, rown, "building_name")
-        f = floors.get(fid)
+            self.err(rown, "camera", f"must be true or false, not {r['camera']!r}")
+            return None
+        return _RoomCells(cap, level, kind, camera_s in ("true", "yes", "1"))
+
+    def _add_room(self, rown: int, r: dict[str, str],
+                  cells: _RoomCells) -> dict[str, Any] | None:
+        """Add (or check against earlier rows) the row's building, floor and room.
+
+        Returns:
+            The room's entry, or None if the row contradicts an earlier one.
+        """
+        bid, fid, rid = r["building"], r["floor"], r["room"]
+        if not (self.claim(bid, "building", rown, "building")
+                and self.claim(fid, "floor", rown, "floor")
+                and self.claim(rid, "room", rown, "room")):
+            return None
+        b = self.buildings.setdefault(bid, {"_row": rown, "floors": []})
+        self.same(b, "name", r.get("building_name") or None, rown, "building_name")
+        f = self.floors.get(fid)
         if f is None:
-            f = floors[fid] = {"_row": rown, "building": bid, "rooms": []}
+            f = self.floors[fid] = {"_row": rown, "building": bid, "rooms": []}
             b["floors"].append(fid)
         elif f["building"] != bid:
-            err(rown, "floor", f"floor {fid!r} is in building {f['building']!r} on row "
-                               f"{f['_row']}, not {bid!r}")
-            continue
-        same(f, "level", level, rown, "floor_level")
-        same(f, "name", r.get("floor_name") or None, rown, "floor_name")
-        room = rooms.get(rid)
+            self.err(rown, "floor", f"floor {fid!r} is in building {f['building']!r} on row "
+                                    f"{f['_row']}, not {bid!r}")
+            return None
+        self.same(f, "level", cells.level, rown, "floor_level")
+        self.same(f, "name", r.get("floor_name") or None, rown, "floor_name")
+        room = self.rooms.get(rid)
         if room is None:
-            room = rooms[rid] = {"_row": rown, "floor": fid, "capacity": cap, "kind": kind,
-                                 "camera": camera, "aps": []}
+            room = self.rooms[rid] = {"_row": rown, "floor": fid, "capacity": cells.capacity,
+                                      "kind": cells.kind, "camera": cells.camera, "aps": []}
             f["rooms"].append(rid)
         elif room["floor"] != fid:
-            err(rown, "floor", f"room {rid!r} is on floor {room['floor']!r} on row "
-                               f"{room['_row']}, not {fid!r}")
-            continue
+            self.err(rown, "floor", f"room {rid!r} is on floor {room['floor']!r} on row "
+                                    f"{room['_row']}, not {fid!r}")
+            return None
         else:
-            same(room, "capacity", cap, rown, "capacity")
-            same(room, "kind", kind, rown, "kind")
-            same(room, "camera", camera, rown, "camera")
-        same(room, "name", r.get("room_name") or None, rown, "room_name")
+            self.same(room, "capacity", cells.capacity, rown, "capacity")
+            self.same(room, "kind", cells.kind, rown, "kind")
+            self.same(room, "camera", cells.camera, rown, "camera")
+        self.same(room, "name", r.get("room_name") or None, rown, "room_name")
+        return room
+
+    def _add_ap(self, rown: int, r: dict[str, str], room: dict[str, Any]) -> None:
+        """Add the row's AP (if any) to ``room``: MAC and id unique, position parsed."""
         if not r.get("ap_mac"):
-            for c in ("ap_name", "aliases", "ap_x", "ap_y"):
+            for c in _AP_ONLY:
                 if r.get(c):
-                    err(rown, c, "given without ap_mac")
-            continue
+                    self.err(rown, c, "given without ap_mac")
+            return
         mac = parse_mac(r["ap_mac"])
         if mac is None:
-            err(rown, "ap_mac", f"{r['ap_mac']!r} is not a MAC address")
-            continue
-        if mac in macs:
-            err(rown, "ap_mac", f"{r['ap_mac']!r} is already the AP of row {macs[mac]}")
-            continue
-        macs[mac] = rown
+            self.err(rown, "ap_mac", f"{r['ap_mac']!r} is not a MAC address")
+            return
+        if mac in self._macs:
+            self.err(rown, "ap_mac", f"{r['ap_mac']!r} is already the AP of row {self._macs[mac]}")
+            return
+        self._macs[mac] = rown
         aid = r.get("ap_name") or "ap-" + mac.replace(":", "")
         if not _ID.match(aid):
-            err(rown, "ap_name", f"{aid!r} is not an id (letters, digits, _ . : -)")
-            continue
-        if not claim(aid, "ap", rown, "ap_name"):
-            continue
-        if aid in aps:
-            err(rown, "ap_name", f"{aid!r} is already the AP of row {aps[aid]['_row']}")
-            continue
+            self.err(rown, "ap_name", f"{aid!r} {_ID_RULE}")
+            return
+        if not self.claim(aid, "ap", rown, "ap_name"):
+            return
+        if aid in self.aps:
+            self.err(rown, "ap_name", f"{aid!r} is already the AP of row {self.aps[aid]['_row']}")
+            return
+        xy = self._ap_xy(rown, r)
+        if xy is None:
+            return
+        aliases = [a.strip() for a in (r.get("aliases") or "").split(";") if a.strip()]
+        self.aps[aid] = {"_row": rown, "room": r["room"], "mac": mac, "aliases": aliases,
+                         "xy": xy or None}
+        room["aps"].append(aid)
+
+    def _ap_xy(self, rown: int, r: dict[str, str]) -> list[float] | None:
+        """``[x, y]`` in metres, ``[]`` if neither is given, None if refused."""
         given = [c for c in ("ap_x", "ap_y") if r.get(c)]
         if len(given) == 1:
-            err(rown, "ap_y" if given == ["ap_x"] else "ap_x", "give both ap_x and ap_y")
-            continue
+            self.err(rown, "ap_y" if given == ["ap_x"] else "ap_x", "give both ap_x and ap_y")
+            return None
         xy = []
         for c in given:
             try:
@@ -224,60 +297,99 @@ def import_csv(text: str, source: str = "<csv>", *, site_id: str | None = None,
                     raise ValueError
                 xy.append(fv)
             except ValueError:
-                err(rown, c, f"must be a number (metres), not {r[c]!r}")
-        if len(xy) != len(given):
-            continue
-        aliases = [a.strip() for a in (r.get("aliases") or "").split(";") if a.strip()]
-        aps[aid] = {"_row": rown, "room": rid, "mac": mac, "aliases": aliases,
-                    "xy": xy or None}
-        room["aps"].append(aid)
-    if n_rows == 0:
-        errors.append(f"{source}: row 2: no data rows")
-    if errors:
-        raise CsvImportError(errors)
+                self.err(rown, c, f"must be a number (metres), not {r[c]!r}")
+        return xy if len(xy) == len(given) else None
 
-    out_buildings = []
-    for bid, b in buildings.items():
-        auto_level = 1
-        fl_out, loc_out, ap_out = [], [], []
-        for fid in b["floors"]:
-            f = floors[fid]
-            level = f.get("level")
-            if level is None:
-                level = auto_level
-            auto_level = max(auto_level, level) + 1
-            n = len(f["rooms"])
-            width = CELL_W * min(n, PER_ROW)
-            height = CELL_H * math.ceil(n / PER_ROW)
-            fl_out.append({"id": fid, "level": level, "name": f.get("name") or f"Floor {level}",
-                           "width": width, "height": height})
-            for k, rid in enumerate(f["rooms"]):
-                room = rooms[rid]
-                x0, y0 = CELL_W * (k % PER_ROW), CELL_H * (k // PER_ROW)
-                loc_out.append({
-                    "id": rid, "name": room.get("name") or rid, "floor": fid,
-                    "kind": room["kind"], "capacity": room["capacity"],
-                    "camera": room["camera"],
-                    "polygon": [[x0, y0], [x0 + CELL_W, y0], [x0 + CELL_W, y0 + CELL_H],
-                                [x0, y0 + CELL_H]]})
-                n_ap = len(room["aps"])
-                for j, aid in enumerate(room["aps"]):
-                    a = aps[aid]
-                    if a["xy"]:
-                        x, y = a["xy"]
-                    else:
-                        x = x0 + CELL_W * (j + 1) / (n_ap + 1)
-                        y = y0 + CELL_H / 2
-                    entry: dict[str, Any] = {"id": aid, "location": rid, "x": x, "y": y,
-                                             "mac": a["mac"]}
-                    if a["aliases"]:
-                        entry["aliases"] = a["aliases"]
-                    ap_out.append(entry)
-        if not ap_out:
-            raise CsvImportError([f"{source}: row {b['_row']}, column 'ap_mac': building "
-                                f"{bid!r} has no access point"])
-        out_buildings.append({"id": bid, "name": b.get("name") or bid, "floors": fl_out,
-                              "locations": loc_out, "aps": ap_out})
+
+def _room_polygon(x0: float, y0: float) -> list[list[float]]:
+    """The room's grid cell with lower-left corner ``(x0, y0)``."""
+    return [[x0, y0], [x0 + CELL_W, y0], [x0 + CELL_W, y0 + CELL_H], [x0, y0 + CELL_H]]
+
+
+def _room_aps(room: dict[str, Any], rid: str, aps: dict[str, dict[str, Any]], x0: float,
+              y0: float) -> list[dict[str, Any]]:
+    """The AP entries of a room; an AP without position is spread across the room's cell."""
+    out = []
+    n_ap = len(room["aps"])
+    for j, aid in enumerate(room["aps"]):
+        a = aps[aid]
+        if a["xy"]:
+            x, y = a["xy"]
+        else:
+            x = x0 + CELL_W * (j + 1) / (n_ap + 1)
+            y = y0 + CELL_H / 2
+        entry: dict[str, Any] = {"id": aid, "location": rid, "x": x, "y": y, "mac": a["mac"]}
+        if a["aliases"]:
+            entry["aliases"] = a["aliases"]
+        out.append(entry)
+    return out
+
+
+def _building_json(bid: str, model: _Collector) -> dict[str, Any]:
+    """The building JSON of ``bid``: floors (levels filled in), rooms on a grid, APs.
+
+    Raises:
+        CsvImportError: the building has no access point.
+    """
+    b = model.buildings[bid]
+    auto_level = 1
+    fl_out, loc_out, ap_out = [], [], []
+    for fid in b["floors"]:
+        f = model.floors[fid]
+        level = f.get("level")
+        if level is None:
+            level = auto_level
+        auto_level = max(auto_level, level) + 1
+        n = len(f["rooms"])
+        fl_out.append({"id": fid, "level": level, "name": f.get("name") or f"Floor {level}",
+                       "width": CELL_W * min(n, PER_ROW),
+                       "height": CELL_H * math.ceil(n / PER_ROW)})
+        for k, rid in enumerate(f["rooms"]):
+            room = model.rooms[rid]
+            x0, y0 = CELL_W * (k % PER_ROW), CELL_H * (k // PER_ROW)
+            loc_out.append({
+                "id": rid, "name": room.get("name") or rid, "floor": fid,
+                "kind": room["kind"], "capacity": room["capacity"], "camera": room["camera"],
+                "polygon": _room_polygon(x0, y0)})
+            ap_out += _room_aps(room, rid, model.aps, x0, y0)
+    if not ap_out:
+        raise CsvImportError([_problem(model.source, b["_row"], "ap_mac",
+                                       f"building {bid!r} has no access point")])
+    return {"id": bid, "name": b.get("name") or bid, "floors": fl_out,
+            "locations": loc_out, "aps": ap_out}
+
+
+def import_csv(text: str, source: str = "<csv>", *, site_id: str | None = None,
+               site_name: str | None = None) -> dict[str, Any]:
+    """Building JSON (a dict) from the CSV text (columns: see the module docstring).
+
+    Args:
+        text: the CSV (a leading byte-order mark is ignored).
+        source: the file name used in error lines.
+        site_id: site id; given, or with several buildings, the result is a campus
+            (default id ``site``).
+        site_name: the campus' display name (default: its id).
+
+    Returns:
+        One building's JSON, or a campus of several, as :mod:`occupancy.buildings` reads
+        it, validated with :func:`occupancy.buildings.parse_site`.
+
+    Raises:
+        CsvImportError: every problem of the file, one line each naming row and column.
+    """
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    cols = _read_header(reader, source)
+    model = _Collector(source)
+    n_rows = 0
+    for rown, values in enumerate(reader, start=2):
+        if any(v.strip() for v in values):
+            n_rows += 1
+            model.add_row(rown, values, cols)
+    if n_rows == 0:
+        model.errors.append(f"{source}: row 2: no data rows")
+    if model.errors:
+        raise CsvImportError(model.errors)
+    out_buildings = [_building_json(bid, model) for bid in model.buildings]
     if len(out_buildings) == 1 and site_id is None:
         out: dict[str, Any] = out_buildings[0]
     else:
@@ -370,8 +482,8 @@ def _write(out: dict[str, Any], path: str | None) -> None:
         Path(path).write_text(text)
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    """``occustream buildings import CSV`` / ``skeleton --meraki-floorplans`` / ``export``."""
+def _build_parser() -> argparse.ArgumentParser:
+    """The ``occustream buildings`` parser: ``import``, ``skeleton`` and ``export``."""
     parser = argparse.ArgumentParser(prog="occustream buildings",
                                      description="Import or export the building model.")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -389,28 +501,37 @@ def main(argv: Iterable[str] | None = None) -> int:
     p = sub.add_parser("export", help="the CSV of a building JSON (to edit and re-import)")
     p.add_argument("json", help="a building JSON file")
     p.add_argument("-o", "--output", help="output CSV (default: stdout)")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.cmd == "skeleton":
-        try:
-            plans = json.loads(Path(args.meraki_floorplans).read_text())
-        except (OSError, ValueError) as exc:
-            print(f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}",
-                  file=sys.stderr)
-            return 2
-        text = skeleton_from_meraki_floorplans(plans, args.building)
-        if args.output:
-            Path(args.output).write_text(text)
-        else:
-            sys.stdout.write(text)
-        return 0
-    if args.cmd == "export":
-        raw = json.loads(Path(args.json).read_text())
-        text = export_csv(raw)
-        if args.output:
-            Path(args.output).write_text(text)
-        else:
-            sys.stdout.write(text)
-        return 0
+    return parser
+
+
+def _write_text(text: str, path: str | None) -> None:
+    """``text`` to ``path``, or to stdout when no path is given."""
+    if path:
+        Path(path).write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _skeleton(args: argparse.Namespace) -> int:
+    """``occustream buildings skeleton``: exit code."""
+    try:
+        plans = json.loads(Path(args.meraki_floorplans).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}",
+              file=sys.stderr)
+        return 2
+    _write_text(skeleton_from_meraki_floorplans(plans, args.building), args.output)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """``occustream buildings export``: exit code."""
+    _write_text(export_csv(json.loads(Path(args.json).read_text())), args.output)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    """``occustream buildings import``: exit code (2 with one stderr line per problem)."""
     src = args.csv
     try:
         text = sys.stdin.read() if src == "-" else Path(src).read_text(encoding="utf-8-sig")
@@ -430,6 +551,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     print(f"imported {n_loc} rooms and {n_ap} access points"
           + (f" → {args.output}" if args.output else ""), file=sys.stderr)
     return 0
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """``occustream buildings import CSV`` / ``skeleton --meraki-floorplans`` / ``export``."""
+    args = _build_parser().parse_args(list(argv) if argv is not None else None)
+    command = {"skeleton": _skeleton, "export": _export, "import": _import}[args.cmd]
+    return command(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -400,6 +400,377 @@ def _median_classroom(plan: BuildingPlan) -> int | None:
     return rooms[len(rooms) // 2] if rooms else None
 
 
+#: A stay forced into a person's plan: ``(start s, end s, location index)``.
+_ForcedStay = tuple[float, float, int]
+#: The broken AP: ``(AP number in AP order, time it stops reporting, s since midnight)``.
+_BrokenAp = tuple[int, float]
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The simulated window, in seconds since the (UTC) midnight before its start.
+
+    Attributes:
+        midnight: epoch seconds of that midnight.
+        w0: window start (s since ``midnight``).
+        w1: window end (exclusive).
+        n_days: calendar days the window touches (the days that are planned).
+        weekday0: weekday of day 0 (Monday = 0).
+    """
+
+    midnight: float
+    w0: float
+    w1: float
+    n_days: int
+    weekday0: int
+
+    @classmethod
+    def of(cls, t_start: float, days: float) -> _Window:
+        """The window of ``days`` days from epoch second ``t_start``."""
+        midnight = math.floor(t_start / DAY_S) * DAY_S
+        w0 = t_start - midnight
+        w1 = w0 + days * DAY_S
+        return cls(midnight, w0, w1, int(math.ceil(w1 / DAY_S)),
+                   datetime.fromtimestamp(midnight, UTC).weekday())
+
+    def contains(self, t0: float, t1: float) -> bool:
+        """Whether ``[t0, t1)`` lies inside the window."""
+        return self.w0 <= t0 and t1 <= self.w1
+
+    def weekday(self, day: int) -> int:
+        """Weekday of day number ``day`` (Monday = 0)."""
+        return (self.weekday0 + day) % 7
+
+
+@dataclass(frozen=True)
+class _ApLayout:
+    """The site's APs ordered by location (each location's APs are contiguous).
+
+    Attributes:
+        ids: AP id per AP number.
+        count: number of APs per location index.
+        first: AP number of each location's first AP.
+    """
+
+    ids: list[str]
+    count: np.ndarray
+    first: np.ndarray
+
+
+def _check_seed(seed: int) -> None:
+    """Reject anything but a non-negative integer seed.
+
+    Raises:
+        InvalidParameterError: a bool, a non-integer or a negative integer.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError(f"seed must be a non-negative integer, not {seed!r}")
+
+
+def _resolve_scenarios(scenarios: Scenarios | Iterable[str] | None) -> Scenarios:
+    """``None`` → the defaults; names → :meth:`Scenarios.from_names`."""
+    if scenarios is None:
+        return Scenarios()
+    if isinstance(scenarios, Scenarios):
+        return scenarios
+    return Scenarios.from_names(scenarios)
+
+
+def _ap_layout(site: Site) -> _ApLayout:
+    """Number the site's APs by (location index, position in the site file)."""
+    loc_index = site.location_index
+    aps_sorted = sorted(range(len(site.aps)), key=lambda i: (loc_index[site.aps[i].location], i))
+    ap_loc = np.array([loc_index[site.aps[i].location] for i in aps_sorted], np.int64)
+    count = np.bincount(ap_loc, minlength=len(site.location_ids)).astype(np.int64)
+    first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    return _ApLayout([site.aps[i].id for i in aps_sorted], count, first)
+
+
+def _scenario(kind: str, **fields: Any) -> dict[str, Any]:
+    """One entry of ``truth["scenarios"]``."""
+    return {"type": kind, **fields}
+
+
+def _inject_overcapacity(plan: BuildingPlan, site: Site, scen: Scenarios,
+                         win: _Window) -> list[dict[str, Any]]:
+    """Add the two over-capacity crowds of a building to its plan.
+
+    Returns:
+        The scenario records of the crowds that fall inside the window.
+    """
+    lounges = sorted(plan.by_kind.get("lounge", []) or plan.by_kind.get("public", []),
+                     key=lambda i: (plan.cap[i], i))
+    picks = [(_median_classroom(plan), min(2, win.n_days - 1), 15.0, 60.0),
+             (lounges[0] if lounges else None, min(3, win.n_days - 1), 10.0, 30.0)]
+    records = []
+    for loc, day, hour, minutes in picks:
+        if loc is None:
+            continue
+        t0 = day * DAY_S + hour * HOUR_S
+        t1 = t0 + minutes * MIN_S
+        if not win.contains(t0, t1):
+            continue
+        size = crowd_size(plan.cap[loc], scen.overcapacity_factor)
+        plan.add_crowd(loc, t0, t1, size)
+        records.append(_scenario(
+            "overcapacity", location=site.location_ids[loc], building=plan.building.id,
+            capacity=plan.cap[loc], devices=size,
+            start_ts=win.midnight + t0, end_ts=win.midnight + t1))
+    return records
+
+
+def _weekly_meetings(plan: BuildingPlan, site: Site, win: _Window
+                     ) -> tuple[dict[int, dict[int, list[_ForcedStay]]], list[dict[str, Any]]]:
+    """The Tuesday 10:00–11:00 meeting of eight faculty members in the first meeting room.
+
+    Returns:
+        ``(forced stays by day → person → stays, scenario records inside the window)``.
+    """
+    forced_by_day: dict[int, dict[int, list[_ForcedStay]]] = {}
+    records: list[dict[str, Any]] = []
+    if not plan.meetings:
+        return forced_by_day, records
+    room = plan.meetings[0]
+    members = [pid for pid, p in enumerate(plan.persons) if p.role == "faculty"][:8]
+    for d in range(win.n_days):
+        if win.weekday(d) == 1 and members:
+            t0, t1 = d * DAY_S + 10 * HOUR_S, d * DAY_S + 11 * HOUR_S
+            forced_by_day[d] = {pid: [(t0, t1, room)] for pid in members}
+            if win.contains(t0, t1):
+                records.append(_scenario(
+                    "weekly_meeting", location=site.location_ids[room],
+                    building=plan.building.id, attendees=len(members),
+                    start_ts=win.midnight + t0, end_ts=win.midnight + t1))
+    return forced_by_day, records
+
+
+def _plan_buildings(site: Site, scen: Scenarios, win: _Window,
+                    seeds: list[np.random.SeedSequence], scale: float,
+                    progress: bool) -> tuple[list[BuildingPlan], list[dict[str, Any]]]:
+    """Build every building's population and plan its days, scenarios included.
+
+    Returns:
+        ``(one plan per building, the crowd and meeting scenario records)``.
+    """
+    plans = []
+    records: list[dict[str, Any]] = []
+    bar = _bar(len(site.buildings) * win.n_days, "planning", progress, unit="building-day")
+    for building, seq in zip(site.buildings, seeds, strict=True):
+        plan = BuildingPlan(site, building, seq, scale)
+        plans.append(plan)
+        if scen.overcapacity:
+            records.extend(_inject_overcapacity(plan, site, scen, win))
+        forced_by_day: dict[int, dict[int, list[_ForcedStay]]] = {}
+        if scen.weekly_meeting:
+            forced_by_day, meeting_records = _weekly_meetings(plan, site, win)
+            records.extend(meeting_records)
+        for d in range(win.n_days):
+            plan.plan_day(d, win.weekday(d), forced_by_day.get(d, {}))
+            bar.update(1)
+    bar.close()
+    return plans, records
+
+
+def _choose_broken_ap(plan: BuildingPlan, site: Site, aps: _ApLayout,
+                      win: _Window) -> tuple[_BrokenAp, dict[str, Any]]:
+    """The first building's busiest single-AP classroom loses its AP from day 2, 12:00.
+
+    Returns:
+        ``(the broken AP, its scenario record)``.
+    """
+    n_courses = collections.Counter(c[0] for c in plan.courses)
+    singles = sorted((i for i in plan.by_kind.get("classroom", []) if aps.count[i] == 1),
+                     key=lambda i: (-n_courses[i], i))
+    cands = singles or sorted(plan.loc_idx)
+    t_b = min(1, win.n_days - 1) * DAY_S + 12 * HOUR_S
+    if not win.w0 <= t_b < win.w1:
+        t_b = (win.w0 + win.w1) / 2
+    ap_i = int(aps.first[cands[0]])
+    record = _scenario("broken_ap", ap=aps.ids[ap_i], location=site.location_ids[cands[0]],
+                       building=site.buildings[0].id, start_ts=win.midnight + t_b,
+                       end_ts=win.midnight + win.w1)
+    return (ap_i, t_b), record
+
+
+def _population(plans: list[BuildingPlan]) -> dict[str, int]:
+    """Persons per role, over every building."""
+    roles: dict[str, int] = {}
+    for plan in plans:
+        for p in plan.persons:
+            roles[p.role] = roles.get(p.role, 0) + 1
+    return roles
+
+
+def _stay_table(plans: list[BuildingPlan], win: _Window
+                ) -> tuple[StayTable, list[tuple[int, bool]]]:
+    """Every device's stays that overlap the window, with one uniform block per device.
+
+    Returns:
+        ``(the stays, (device number, randomises its MAC) per device kept)``; device
+        ``k`` of the table is entry ``k`` of the list.
+    """
+    cols: dict[str, list[Any]] = {k: [] for k in ("device", "loc", "start_s", "end_s",
+                                                  "n_events", "interval_s", "offset_max_s")}
+    blocks: list[np.ndarray] = []
+    u_offset: list[int] = []
+    dev_info: list[tuple[int, bool]] = []
+    drawer = BlockDrawer()
+    u_pos = 0
+    for number, dev in enumerate(dev for plan in plans for dev in plan.devices):
+        stays = [st for st in dev.stays if st[2] > win.w0 and st[1] < win.w1]
+        if not stays:
+            continue
+        starts = [st[1] for st in stays]
+        ends = [st[2] for st in stays]
+        n_ev = events_per_stay(starts, ends, dev.interval_s)
+        block = drawer.draw(dev.stream, len(stays), sum(n_ev))
+        blocks.append(block)
+        u_offset.append(u_pos)
+        u_pos += len(block)
+        cols["device"].extend([len(dev_info)] * len(stays))
+        dev_info.append((number, dev.randomised))
+        cols["loc"].extend(st[0] for st in stays)
+        cols["start_s"].extend(starts)
+        cols["end_s"].extend(ends)
+        cols["n_events"].extend(n_ev)
+        cols["interval_s"].extend([dev.interval_s] * len(stays))
+        cols["offset_max_s"].extend([dev.offset_max_s] * len(stays))
+    ints = {"device", "loc", "n_events"}
+    table = StayTable(
+        **{k: np.array(v, np.int64 if k in ints else np.float64) for k, v in cols.items()},
+        u_offset=np.array(u_offset, np.int64),
+        u=np.concatenate(blocks) if blocks else np.zeros(0),
+    )
+    return table, dev_info
+
+
+def _events_of_stays(table: StayTable, aps: _ApLayout) -> tuple[np.ndarray, ...]:
+    """:func:`~simulator.events.stay_events` of the table (empty columns if no stay).
+
+    Returns:
+        ``(t, ap, rssi, stay, delay, u_mac)`` per generated event.
+    """
+    if len(table.loc):
+        return stay_events(table, aps.first, aps.count)
+    empty_f, empty_i = np.zeros(0), np.zeros(0, np.int64)
+    return empty_f, empty_i, empty_i, empty_i, empty_f, empty_f
+
+
+def _device_macs(table: StayTable, dev_info: list[tuple[int, bool]],
+                 u_mac: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """MACs: a fixed one per device, or a fresh random one per stay (randomising visitors).
+
+    Returns:
+        ``(the MACs, MAC number per stay of the table)``.
+    """
+    macs: list[str] = []
+    mac_of_stay = np.zeros(len(table.loc), np.int64)
+    dev_first = np.searchsorted(table.device, np.arange(len(dev_info)))
+    dev_end = np.r_[dev_first[1:], len(table.loc)]
+    for k, (number, randomised) in enumerate(dev_info):
+        a0, a1 = int(dev_first[k]), int(dev_end[k])
+        if randomised:
+            mac_of_stay[a0:a1] = np.arange(len(macs), len(macs) + a1 - a0)
+            macs.extend(random_mac(float(x)) for x in u_mac[a0:a1])
+        else:
+            oui = OUIS[int(table.u[table.u_offset[k]] * len(OUIS))]
+            mac_of_stay[a0:a1] = len(macs)
+            macs.append(device_mac(number, oui))
+    return macs, mac_of_stay
+
+
+def _valid_columns(win: _Window, broken: _BrokenAp | None, *, t: np.ndarray, ap: np.ndarray,
+                   rssi: np.ndarray, mac: np.ndarray, delay: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+    """The events inside the window and not from the broken AP, in arrival order.
+
+    Returns:
+        Columns ``ts_ms`` (epoch ms), ``arrival`` (epoch s), ``mac`` (MAC number),
+        ``ap`` (AP number), ``rssi``.
+    """
+    keep = (t >= win.w0) & (t < win.w1)
+    if broken is not None:
+        keep &= ~((ap == broken[0]) & (t >= broken[1]))
+    ts_ms = np.rint((win.midnight + t[keep]) * 1000.0).astype(np.int64)
+    arrival = ts_ms / 1000.0 + delay[keep]
+    mac_col = mac[keep].astype(np.int64)
+    order = np.lexsort((mac_col, ts_ms, arrival))
+    return {
+        "ts_ms": ts_ms[order],
+        "arrival": arrival[order],
+        "mac": mac_col[order],
+        "ap": ap[keep].astype(np.int64)[order],
+        "rssi": rssi[keep].astype(np.int64)[order],
+    }
+
+
+def _malformed_records(
+    cols: dict[str, np.ndarray], rate: float, seq: np.random.SeedSequence, macs: list[str],
+    ap_ids: list[str], broken: _BrokenAp | None, lateness_s: float, max_future_s: float,
+) -> list[tuple[int, dict[str, Any], str]]:
+    """Draw the malformed records and where they go (after :data:`MALFORMED_WARMUP`).
+
+    Returns:
+        ``(insertion position among the valid events, record, intended reason)``,
+        sorted by position.
+    """
+    malformed: list[tuple[int, dict[str, Any], str]] = []
+    n = len(cols["ts_ms"])
+    if not (rate > 0 and n > MALFORMED_WARMUP):
+        return malformed
+    rng = np.random.Generator(np.random.PCG64(seq))
+    pos = np.sort(rng.integers(MALFORMED_WARMUP, n + 1, size=int(round(rate * n))))
+    clock = np.maximum.accumulate(cols["ts_ms"]) / 1000.0
+    for p in pos.tolist():
+        kind = MALFORMED_KINDS[int(rng.integers(len(MALFORMED_KINDS)))]
+        j = int(rng.integers(p))
+        ap_j = int(cols["ap"][j])
+        if broken is not None and ap_j == broken[0]:  # a broken AP sends nothing at all
+            ap_j = (ap_j + 1) % len(ap_ids)
+        rec = malformed_record(
+            kind, rng, device=macs[int(cols["mac"][j])], ap=ap_ids[ap_j],
+            clock_s=float(clock[p - 1]), lateness_s=lateness_s, max_future_s=max_future_s)
+        malformed.append((p, rec, kind))
+    return malformed
+
+
+def _presence(table: StayTable, mac_of_stay: np.ndarray, macs: list[str], site: Site,
+              win: _Window) -> dict[str, np.ndarray]:
+    """Planned stays clipped to the window, as :meth:`Simulation.presence` returns them."""
+    return {
+        "device": np.array([macs[i] for i in mac_of_stay.tolist()], dtype=object),
+        "location": np.array([site.location_ids[i] for i in table.loc.tolist()], dtype=object),
+        "start_ts": win.midnight + np.maximum(table.start_s, win.w0),
+        "end_ts": win.midnight + np.minimum(table.end_s, win.w1),
+    }
+
+
+def _truth(site: Site, params: dict[str, Any], scen: Scenarios, win: _Window,
+           scen_records: list[dict[str, Any]], n_valid: int,
+           malformed: list[tuple[int, dict[str, Any], str]], macs: list[str],
+           roles: dict[str, int]) -> dict[str, Any]:
+    """The ground truth (see the module docstring); ``params``: seed, days, scale, lateness."""
+    return {
+        "site": site.id,
+        "source": site.source,
+        "seed": params["seed"],
+        "start_ts": win.midnight + win.w0,
+        "end_ts": win.midnight + win.w1,
+        "days": params["days"],
+        "scale": params["scale"],
+        "lateness_s": params["lateness_s"],
+        "max_future_s": params["max_future_s"],
+        "scenario_settings": asdict(scen),
+        "scenarios": scen_records,
+        "n_records": n_valid + len(malformed),
+        "n_valid": n_valid,
+        "n_devices": len(set(macs)),
+        "population": roles,
+        # stream index of each malformed record = its insertion position + records before it
+        "malformed": [[p + i, kind] for i, (p, _, kind) in enumerate(malformed)],
+    }
+
+
 def simulate(
     site: Site | str | os.PathLike[str],
     *,
@@ -413,6 +784,10 @@ def simulate(
     progress: bool = False,
 ) -> Simulation:
     """Simulate WiFi connectivity events of a building (or campus).
+
+    Plans every building's days (population, timetable, injected scenarios), turns the
+    stays into events (one uniform block per device, then all at once), drops what the
+    broken AP would have sent, adds the malformed records and records the ground truth.
 
     Args:
         site: a :class:`~occupancy.buildings.Site`, or a building name/path for
@@ -433,232 +808,31 @@ def simulate(
     """
     days = check_positive("days", days)
     scale = check_positive("scale", scale)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InvalidParameterError(f"seed must be a non-negative integer, not {seed!r}")
-    if scenarios is None:
-        scen = Scenarios()
-    elif isinstance(scenarios, Scenarios):
-        scen = scenarios
-    else:
-        scen = Scenarios.from_names(scenarios)
+    _check_seed(seed)
+    scen = _resolve_scenarios(scenarios)
     if not isinstance(site, Site):
         site = load_site(site)
-    t_start = _start_ts(start)
-    midnight = math.floor(t_start / DAY_S) * DAY_S
-    w0 = t_start - midnight  # window in seconds since the first midnight
-    w1 = w0 + days * DAY_S
-    n_days = int(math.ceil(w1 / DAY_S))
-    weekday0 = datetime.fromtimestamp(midnight, UTC).weekday()
-
-    loc_index = site.location_index
-    aps_sorted = sorted(range(len(site.aps)), key=lambda i: (loc_index[site.aps[i].location], i))
-    ap_ids = [site.aps[i].id for i in aps_sorted]
-    ap_loc = np.array([loc_index[site.aps[i].location] for i in aps_sorted], np.int64)
-    n_loc = len(site.location_ids)
-    ap_count = np.bincount(ap_loc, minlength=n_loc).astype(np.int64)
-    ap_first = np.concatenate([[0], np.cumsum(ap_count)[:-1]]).astype(np.int64)
-
-    root = np.random.SeedSequence(int(seed))
-    children = root.spawn(len(site.buildings) + 1)
-    mal_seq = children[-1]
-    scen_records: list[dict[str, Any]] = []
-
-    def in_window(t0: float, t1: float) -> bool:
-        return w0 <= t0 and t1 <= w1
-
-    def record(kind: str, **kw: Any) -> None:
-        scen_records.append({"type": kind, **kw})
-
-    plans = []
-    bar = _bar(len(site.buildings) * n_days, "planning", progress, unit="building-day")
-    for b_i, building in enumerate(site.buildings):
-        plan = BuildingPlan(site, building, children[b_i], scale)
-        plans.append(plan)
-        if scen.overcapacity:
-            lounges = sorted(plan.by_kind.get("lounge", []) or plan.by_kind.get("public", []),
-                             key=lambda i: (plan.cap[i], i))
-            picks = [(_median_classroom(plan), min(2, n_days - 1), 15.0, 60.0),
-                     (lounges[0] if lounges else None, min(3, n_days - 1), 10.0, 30.0)]
-            for loc, day, hour, minutes in picks:
-                if loc is None:
-                    continue
-                t0 = day * DAY_S + hour * HOUR_S
-                t1 = t0 + minutes * MIN_S
-                if not in_window(t0, t1):
-                    continue
-                size = crowd_size(plan.cap[loc], scen.overcapacity_factor)
-                plan.add_crowd(loc, t0, t1, size)
-                record("overcapacity", location=site.location_ids[loc], building=building.id,
-                       capacity=plan.cap[loc], devices=size,
-                       start_ts=midnight + t0, end_ts=midnight + t1)
-        forced_by_day: dict[int, dict[int, list[tuple[float, float, int]]]] = {}
-        if scen.weekly_meeting and plan.meetings:
-            room = plan.meetings[0]
-            members = [pid for pid, p in enumerate(plan.persons) if p.role == "faculty"][:8]
-            for d in range(n_days):
-                if (weekday0 + d) % 7 == 1 and members:
-                    t0, t1 = d * DAY_S + 10 * HOUR_S, d * DAY_S + 11 * HOUR_S
-                    forced_by_day[d] = {pid: [(t0, t1, room)] for pid in members}
-                    if in_window(t0, t1):
-                        record("weekly_meeting", location=site.location_ids[room],
-                               building=building.id, attendees=len(members),
-                               start_ts=midnight + t0, end_ts=midnight + t1)
-        for d in range(n_days):
-            plan.plan_day(d, (weekday0 + d) % 7, forced_by_day.get(d, {}))
-            bar.update(1)
-    bar.close()
-
-    broken: tuple[int, float] | None = None
+    win = _Window.of(_start_ts(start), days)
+    aps = _ap_layout(site)
+    *building_seeds, malformed_seed = np.random.SeedSequence(int(seed)).spawn(
+        len(site.buildings) + 1)
+    plans, scen_records = _plan_buildings(site, scen, win, building_seeds, scale, progress)
+    broken: _BrokenAp | None = None
     if scen.broken_ap:
-        plan = plans[0]
-        n_courses = collections.Counter(c[0] for c in plan.courses)
-        singles = sorted((i for i in plan.by_kind.get("classroom", []) if ap_count[i] == 1),
-                         key=lambda i: (-n_courses[i], i))
-        cands = singles or sorted(plan.loc_idx)
-        t_b = min(1, n_days - 1) * DAY_S + 12 * HOUR_S
-        if not w0 <= t_b < w1:
-            t_b = (w0 + w1) / 2
-        ap_i = int(ap_first[cands[0]])
-        broken = (ap_i, t_b)
-        record("broken_ap", ap=ap_ids[ap_i], location=site.location_ids[cands[0]],
-               building=site.buildings[0].id, start_ts=midnight + t_b, end_ts=midnight + w1)
+        broken, broken_record = _choose_broken_ap(plans[0], site, aps, win)
+        scen_records.append(broken_record)
 
-    # ---- events: one uniform block per device (its own seed), then all at once
-    roles: dict[str, int] = {}
-    sd: list[int] = []
-    sl: list[int] = []
-    ss: list[float] = []
-    se: list[float] = []
-    sn: list[int] = []
-    siv: list[float] = []
-    soff: list[float] = []
-    blocks: list[np.ndarray] = []
-    u_offset: list[int] = []
-    dev_info: list[tuple[int, bool]] = []  # (device number, randomised) per kept device
-    n_dev = 0
-    u_pos = 0
-    drawer = BlockDrawer()
-    for plan in plans:
-        for p in plan.persons:
-            roles[p.role] = roles.get(p.role, 0) + 1
-        for dev in plan.devices:
-            number = n_dev
-            n_dev += 1
-            stays = [st for st in dev.stays if st[2] > w0 and st[1] < w1]
-            if not stays:
-                continue
-            k = len(dev_info)
-            dev_info.append((number, dev.randomised))
-            starts = [st[1] for st in stays]
-            ends = [st[2] for st in stays]
-            n_ev = events_per_stay(starts, ends, dev.interval_s)
-            block = drawer.draw(dev.stream, len(stays), sum(n_ev))
-            blocks.append(block)
-            u_offset.append(u_pos)
-            u_pos += len(block)
-            sd.extend([k] * len(stays))
-            sl.extend(st[0] for st in stays)
-            ss.extend(starts)
-            se.extend(ends)
-            sn.extend(n_ev)
-            siv.extend([dev.interval_s] * len(stays))
-            soff.extend([dev.offset_max_s] * len(stays))
-    table = StayTable(
-        device=np.array(sd, np.int64), loc=np.array(sl, np.int64),
-        start_s=np.array(ss, np.float64), end_s=np.array(se, np.float64),
-        n_events=np.array(sn, np.int64), interval_s=np.array(siv, np.float64),
-        offset_max_s=np.array(soff, np.float64), u_offset=np.array(u_offset, np.int64),
-        u=np.concatenate(blocks) if blocks else np.zeros(0),
-    )
-    if len(table.loc):
-        t_ev, ap_ev, rssi_ev, stay_ev, delay_ev, u_mac = stay_events(table, ap_first, ap_count)
-    else:
-        t_ev = delay_ev = u_mac = np.zeros(0)
-        ap_ev = rssi_ev = stay_ev = np.zeros(0, np.int64)
-    # MACs: a fixed one per device, or a fresh random one per stay (randomising visitors)
-    macs: list[str] = []
-    mac_of_stay = np.zeros(len(table.loc), np.int64)
-    dev_first = np.searchsorted(table.device, np.arange(len(dev_info)))
-    dev_end = np.r_[dev_first[1:], len(table.loc)]
-    u_all = table.u
-    for k, (number, randomised) in enumerate(dev_info):
-        a0, a1 = int(dev_first[k]), int(dev_end[k])
-        if randomised:
-            mac_of_stay[a0:a1] = np.arange(len(macs), len(macs) + a1 - a0)
-            macs.extend(random_mac(float(x)) for x in u_mac[a0:a1])
-        else:
-            oui = OUIS[int(u_all[u_offset[k]] * len(OUIS))]
-            mac_of_stay[a0:a1] = len(macs)
-            macs.append(device_mac(number, oui))
-    cols = {"t": t_ev, "ap": ap_ev, "rssi": rssi_ev, "mac": mac_of_stay[stay_ev],
-            "delay": delay_ev}
-    pres = {"mac": [mac_of_stay], "loc": [table.loc], "s": [np.maximum(table.start_s, w0)],
-            "e": [np.minimum(table.end_s, w1)]}
-    cat = cols
-    t = cat["t"]
-    keep = (t >= w0) & (t < w1)
-    if broken is not None:
-        keep &= ~((cat["ap"] == broken[0]) & (t >= broken[1]))
-    t = t[keep]
-    ts_ms = np.rint((midnight + t) * 1000.0).astype(np.int64)
-    arrival = ts_ms / 1000.0 + cat["delay"][keep]
-    mac_col = cat["mac"][keep].astype(np.int64)
-    order = np.lexsort((mac_col, ts_ms, arrival))
-    c = {
-        "ts_ms": ts_ms[order],
-        "arrival": arrival[order],
-        "mac": mac_col[order],
-        "ap": cat["ap"][keep].astype(np.int64)[order],
-        "rssi": cat["rssi"][keep].astype(np.int64)[order],
-    }
-
-    # ---- malformed records
-    malformed: list[tuple[int, dict[str, Any], str]] = []
-    n = len(ts_ms)
-    if scen.malformed_rate > 0 and n > MALFORMED_WARMUP:
-        rng = np.random.Generator(np.random.PCG64(mal_seq))
-        k = int(round(scen.malformed_rate * n))
-        pos = np.sort(rng.integers(MALFORMED_WARMUP, n + 1, size=k))
-        clock = np.maximum.accumulate(c["ts_ms"]) / 1000.0
-        for p in pos.tolist():
-            kind = MALFORMED_KINDS[int(rng.integers(len(MALFORMED_KINDS)))]
-            j = int(rng.integers(p))
-            ap_j = int(c["ap"][j])
-            if broken is not None and ap_j == broken[0]:  # a broken AP sends nothing at all
-                ap_j = (ap_j + 1) % len(ap_ids)
-            rec = malformed_record(
-                kind, rng, device=macs[int(c["mac"][j])], ap=ap_ids[ap_j],
-                clock_s=float(clock[p - 1]), lateness_s=lateness_s, max_future_s=max_future_s)
-            malformed.append((p, rec, kind))
-    # stream index of each malformed record = its insertion position + records before it
-    mal_truth = [[p + i, kind] for i, (p, _, kind) in enumerate(malformed)]
-
-    pm = np.concatenate(pres["mac"]) if pres["mac"] else np.zeros(0, np.int64)
-    presence = {
-        "device": np.array([macs[i] for i in pm.tolist()], dtype=object),
-        "location": np.array([site.location_ids[i] for i in
-                              (np.concatenate(pres["loc"]).tolist() if pres["loc"] else [])],
-                             dtype=object),
-        "start_ts": (midnight + np.concatenate(pres["s"])) if pres["s"] else np.zeros(0),
-        "end_ts": (midnight + np.concatenate(pres["e"])) if pres["e"] else np.zeros(0),
-    }
-    truth = {
-        "site": site.id,
-        "source": site.source,
-        "seed": int(seed),
-        "start_ts": midnight + w0,
-        "end_ts": midnight + w1,
-        "days": days,
-        "scale": scale,
-        "lateness_s": lateness_s,
-        "max_future_s": max_future_s,
-        "scenario_settings": asdict(scen),
-        "scenarios": scen_records,
-        "n_records": n + len(malformed),
-        "n_valid": n,
-        "n_devices": len(set(macs)),
-        "population": roles,
-        "malformed": mal_truth,
-    }
-    return Simulation(site, midnight + w0, midnight + w1, truth, c, macs, ap_ids, malformed,
-                      presence, lateness_s, max_future_s)
+    table, dev_info = _stay_table(plans, win)
+    t_ev, ap_ev, rssi_ev, stay_ev, delay_ev, u_mac = _events_of_stays(table, aps)
+    macs, mac_of_stay = _device_macs(table, dev_info, u_mac)
+    cols = _valid_columns(win, broken, t=t_ev, ap=ap_ev, rssi=rssi_ev,
+                          mac=mac_of_stay[stay_ev], delay=delay_ev)
+    malformed = _malformed_records(cols, scen.malformed_rate, malformed_seed, macs, aps.ids,
+                                   broken, lateness_s, max_future_s)
+    params = {"seed": int(seed), "days": days, "scale": scale, "lateness_s": lateness_s,
+              "max_future_s": max_future_s}
+    truth = _truth(site, params, scen, win, scen_records, len(cols["ts_ms"]), malformed, macs,
+                   _population(plans))
+    return Simulation(site, win.midnight + win.w0, win.midnight + win.w1, truth, cols, macs,
+                      aps.ids, malformed, _presence(table, mac_of_stay, macs, site, win),
+                      lateness_s, max_future_s)
