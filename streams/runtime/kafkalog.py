@@ -55,10 +55,22 @@ async def _consumer(bootstrap: str) -> Any:
 
 
 async def bounds(consumer: Any, tp: TopicPartition) -> tuple[int, int]:
-    """(log start, log end) of one partition."""
-    begin = (await consumer.beginning_offsets([tp]))[tp]
-    end = (await consumer.end_offsets([tp]))[tp]
-    return int(begin), int(end)
+    """(log start, log end) of one partition.
+
+    Tansu 0.6 (memory storage) answers ListOffsets(latest) with the *last batch's base
+    offset + 1*, not the log end, so the end is taken from the high watermark of a
+    fetch at that offset (what a fetch reports is right); an empty log answers 0.
+    """
+    begin = int((await consumer.beginning_offsets([tp]))[tp])
+    end = int((await consumer.end_offsets([tp]))[tp])
+    if end > begin:
+        consumer.assign([tp])
+        consumer.seek(tp, end - 1)
+        await consumer.getmany(tp, timeout_ms=2000, max_records=1)
+        hw = consumer.highwater(tp)
+        if hw is not None:
+            end = max(end, int(hw))
+    return begin, end
 
 
 async def check_position(bootstrap: str, topic: str, partition: int, offset: int,
