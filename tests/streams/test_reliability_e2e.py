@@ -116,9 +116,12 @@ def worker_log(run: Run) -> str:
                      for p in sorted(Path(run.log_dir).glob(f"{run.tag}-worker*.log")))
 
 
-def health_lines(run: Run) -> list[dict[str, Any]]:
+def health_lines(run: Run, worker: int | None = None) -> list[dict[str, Any]]:
+    """Health lines logged by the run's workers (or by worker number ``worker``)."""
     out = []
-    for line in worker_log(run).splitlines():
+    text = worker_log(run) if worker is None else (
+        Path(run.log_dir) / f"{run.tag}-worker{worker}.log").read_text(errors="replace")
+    for line in text.splitlines():
         if "health {" in line:
             out.append(json.loads(line.split("health ", 1)[1]))
     return out
@@ -224,6 +227,7 @@ def test_restart_with_backlog_never_stalls_and_sends_no_duplicates(
         wait_for(lambda: len(released_ticks(r)) >= 3, "first ticks released")
         kill(w)
         w = run.start_worker()
+        wait_for(lambda: health_lines(run, worker=1), "second worker running")
         stuck = wait_settled(r, at_least=5)
         kill(w)
         # the input is consumed and the last ticks wait for markers to idle partitions
