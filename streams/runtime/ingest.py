@@ -36,22 +36,25 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self.ingest = ingest
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        for tp in revoked:
-            self.ingest.presence.forget(tp.partition)
+        async with self.ingest.presence.lock():
+            for tp in revoked:
+                self.ingest.presence.forget(tp.partition)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         # a failure here is safe: the first batch of a partition loads its checkpoint
         # anyway and skips what it already includes
         consumer = self.ingest.consumer
-        for tp in assigned:
-            st = await self.ingest.presence.resume(tp.partition)
-            if st is not None:
-                await self.ingest.verify(tp.topic, tp.partition)
-                consumer.seek(tp, st.offset + 1)
-                log.info("presence partition %d: resumed at offset %d",
-                         tp.partition, st.offset + 1)
-            else:
-                await consumer.seek_to_beginning(tp)
+        presence = self.ingest.presence
+        async with presence.lock():  # a batch in flight finishes (and checkpoints) first
+            for tp in assigned:
+                st = await presence.resume(tp.partition)
+                if st is not None:
+                    await self.ingest.verify(tp.topic, tp.partition)
+                    consumer.seek(tp, st.offset + 1)
+                    log.info("presence partition %d: resumed at offset %d",
+                             tp.partition, st.offset + 1)
+                else:
+                    await consumer.seek_to_beginning(tp)
 
 
 class Ingest:
@@ -113,11 +116,12 @@ class Ingest:
                     continue
                 by_p = {tp.partition: [(m.offset, m.value) for m in msgs]
                         for tp, msgs in fetched.items() if msgs}
-                for tp, msgs in fetched.items():
-                    st = self.presence.states.get(tp.partition)
-                    if msgs and st is not None and msgs[0].offset <= st.offset:
-                        # a fetch that goes backwards: a replay, or a reset log
-                        await self.verify(tp.topic, tp.partition)
+                async with self.presence.lock():
+                    for tp, msgs in fetched.items():
+                        st = self.presence.states.get(tp.partition)
+                        if msgs and st is not None and msgs[0].offset <= st.offset:
+                            # a fetch that goes backwards: a replay, or a reset log
+                            await self.verify(tp.topic, tp.partition)
                 offsets = await self.presence.process(by_p, partial_topic, dlq_topic)
                 try:
                     await self.consumer.commit(

@@ -12,6 +12,7 @@ its offset, so :mod:`streams.runtime.ingest` can tell a reset broker log from a 
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 from collections import defaultdict
@@ -60,6 +61,13 @@ class PresenceRuntime:
         self.gens: dict[int, int] = {}  # partition → log generation of its checkpoint
         self.fps: dict[int, str] = {}  # partition → fingerprint of the record at its offset
         self.events_in = 0
+        self._lock: asyncio.Lock | None = None
+
+    def lock(self) -> asyncio.Lock:
+        """Serialises batches with rebalance callbacks (both replace partition states)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     async def resume(self, p: int) -> PartitionState | None:
         """Load partition ``p``'s checkpoint (None when it has none)."""
@@ -115,6 +123,11 @@ class PresenceRuntime:
     async def process(self, by_p: dict[int, list[tuple[int, bytes]]],
                       partial_topic: str, dlq_topic: str) -> dict[int, int]:
         """Process records per partition, send outputs, checkpoint; return new offsets."""
+        async with self.lock():
+            return await self._process(by_p, partial_topic, dlq_topic)
+
+    async def _process(self, by_p: dict[int, list[tuple[int, bytes]]],
+                       partial_topic: str, dlq_topic: str) -> dict[int, int]:
         touched = []
         for p, recs in by_p.items():
             recs.sort()

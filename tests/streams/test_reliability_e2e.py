@@ -160,7 +160,9 @@ def assert_oracle(run: Run, true_recs: list[dict[str, Any]], events: list[Any]) 
     oracle = occupancy_oracle(events, site.ap_location, site.location_ids, ticks=ticks)
     got = np.array([[table[t][loc] for loc in site.location_ids] for t in ticks])
     assert got.sum() > 0
-    assert np.array_equal(got, oracle.counts), "true counts differ from the oracle"
+    bad = [(t, int(np.abs(got[i] - oracle.counts[i]).sum()))
+           for i, t in enumerate(ticks) if not np.array_equal(got[i], oracle.counts[i])]
+    assert not bad, f"true counts differ from the oracle at (tick, |diff|) {bad}"
     return len(ticks)
 
 
@@ -259,54 +261,73 @@ def test_restart_with_backlog_never_stalls_and_sends_no_duplicates(
 
 def test_reset_broker_log_is_detected_and_nothing_released_twice(
         data, redis_url, tmp_path):
-    """E: Tansu restarted empty between the two halves of the input."""
+    """E: Tansu restarted empty twice: under a live worker, then while it is down."""
     broker = EmbeddedKafka(log_dir=tmp_path).start()
     r = redis.Redis.from_url(redis_url)
     r.flushdb()
     run = Run(broker.bootstrap, redis_url, tmp_path, "reset")
     recs = data["records"]
-    half = int(len(recs) * 0.6)
-    try:
-        w = run.start_worker()
-        produce(recs[:half], broker.bootstrap, run.topic("wifi.observations"))
-        wait_settled(r, quiet_s=8.0, at_least=5)  # every partial read before the reset
-        kill(w)
-        before = released_ticks(r)
-        old = outputs(broker.bootstrap, run)
+    cuts = [0, int(len(recs) * 0.5), int(len(recs) * 0.75), len(recs)]
+    obs = run.topic("wifi.observations")
+    logs: list[dict[str, list[dict[str, Any]]]] = []
+    befores: list[list[float]] = []
+
+    def reset() -> None:
         broker.stop()
         broker.start()  # memory storage: an empty log on the same address
         create_topics(broker.bootstrap, pipeline_topics(run.settings))
+
+    try:
         w = run.start_worker()
-        produce(recs[half:], broker.bootstrap, run.topic("wifi.observations"))
+        produce(recs[cuts[0]:cuts[1]], broker.bootstrap, obs)
+        wait_settled(r, quiet_s=8.0, at_least=5)  # every partial read before the reset
+        befores.append(released_ticks(r))
+        logs.append(outputs(broker.bootstrap, run))
+        reset()  # under the live worker
+        produce(recs[cuts[1]:cuts[2]], broker.bootstrap, obs)
+        wait_settled(r, quiet_s=8.0, at_least=len(befores[0]) + 1)
+        assert w.poll() is None, "the worker died on the broker reset"
+        kill(w)
+        befores.append(released_ticks(r))
+        logs.append(outputs(broker.bootstrap, run))
+        reset()  # while the worker is down
+        w = run.start_worker()
+        produce(recs[cuts[2]:], broker.bootstrap, obs)
         last = expected_last_tick(run, data["max_ts"])
-        wait_for(lambda: released_ticks(r)[-1:] == [last], f"tick {last} after the reset")
+        wait_for(lambda: released_ticks(r)[-1:] == [last], f"tick {last} after the resets")
         wait_for(lambda: any("reset" in (json.loads(v).get("degraded") or "")
                              for v in r.hgetall(rl.health(run.settings.app_id)).values()),
                  "health degraded: log reset")
         assert w.poll() is None
-        new = outputs(broker.bootstrap, run)
+        logs.append(outputs(broker.bootstrap, run))
     finally:
         run.stop()
         broker.stop()
-    text = worker_log(run)
-    assert "LOG RESET DETECTED" in text and "ERROR" in text
-    old_ticks = {float(d["tick"]) for d in old["true"]}
-    new_ticks = {float(d["tick"]) for d in new["true"]}
-    assert old_ticks == set(before)
-    assert not old_ticks & new_ticks, "a tick released before the reset was released again"
-    old_vals, new_vals = values_by_key(old["released"]), values_by_key(new["released"])
-    assert not set(old_vals) & set(new_vals)
-    n_ticks = assert_oracle(run, old["true"] + new["true"], data["events"])
+    for i in (0, 1):
+        text = (Path(run.log_dir) / f"{run.tag}-worker{i}.log").read_text(errors="replace")
+        assert "[ERROR] LOG RESET DETECTED" in text, f"worker {i}: reset not reported"
+    ticks = [{float(d["tick"]) for d in log["true"]} for log in logs]
+    assert ticks[0] == set(befores[0])
+    assert ticks[0] | ticks[1] == set(befores[1])
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        assert not ticks[i] & ticks[j], "a tick released before a reset was released again"
+    vals = [values_by_key(log["released"]) for log in logs]
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        assert not set(vals[i]) & set(vals[j])
+    every = {role: [d for log in logs for d in log[role]] for role in logs[0]}
+    n_ticks = assert_oracle(run, every["true"], data["events"])
     all_ticks = released_ticks(r)
     assert n_ticks == len(all_ticks)
-    for (mech, tick, loc), vals in old_vals.items():
-        if loc in load_site(run.settings.site).location_ids and mech == "laplace":
-            assert series_values(r, mech, loc)[tick] == next(iter(vals))
+    locations = set(load_site(run.settings.site).location_ids)
+    for part in vals[:2]:
+        for (mech, tick, loc), v in part.items():
+            if loc in locations and mech == "laplace":
+                assert series_values(r, mech, loc)[tick] == next(iter(v))
     ledger_once(r, all_ticks)
-    for role in new:
-        assert ids_once(old[role] + new[role])[1] == 0
-    print(f"E: {len(before)} ticks before the reset, {len(new_ticks)} after; "
-          f"{n_ticks} ticks equal to the oracle")
+    for role, recs_ in every.items():
+        assert ids_once(recs_)[1] == 0, f"{role}: a record sent twice"
+    print(f"E: ticks per log {[len(t) for t in ticks]}; {n_ticks} ticks equal to the oracle; "
+          f"{len(every['released'])} released records, none twice")
     r.close()
 
 
