@@ -165,6 +165,13 @@ class OccupancyRuntime:
     async def _load(self, topics: dict[str, str]) -> None:
         rebuild, self._rebuild = self._rebuild, False
         ck = None if rebuild else await self.checkpoints.load_checkpoint(STAGE, 0)
+        if ck is not None and await self.checkpoints.lost_data():
+            # a checkpoint written after the store was wiped (e.g. killed before the
+            # sentinel check): the state it holds is sound, the read model may not be
+            log.error("STATE STORE LOST: a checkpoint but no sentinel (Redis restarted "
+                      "empty); rebuilding from the start of %s", self.partial_topic)
+            self.status.count("state_rebuilds")
+            ck = None
         if ck is not None:
             st = OccupancyState.from_bytes(ck.data)
             self.gen, self.fp = ck.gen, ck.fp
