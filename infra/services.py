@@ -229,18 +229,34 @@ class EmbeddedKafka(_Embedded):
 
 
 class EmbeddedRedis(_Embedded):
-    """A ``redis-server`` without persistence on a free loopback port."""
+    """A ``redis-server`` on a free loopback port, with an append-only file by default.
+
+    ``persistence=True`` (the default, used by ``occustream services``, the demo and the
+    tests) runs ``appendonly yes`` with ``appendfsync everysec``: a Redis restart keeps
+    the read model and the pipeline's checkpoints (at most ~1 s of writes lost, which
+    the pipeline replays from Kafka). ``persistence=False`` keeps everything in memory
+    only — the pipeline then rebuilds from Kafka after a restart (docs/ARCHITECTURE.md
+    "Failure model"). The scratch directory is removed by :meth:`stop`.
+    """
 
     name = "Redis"
 
-    def __init__(self, port: int | None = None, log_dir: Path | None = None) -> None:
+    def __init__(self, port: int | None = None, log_dir: Path | None = None, *,
+                 persistence: bool = True) -> None:
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.persistence = persistence
         self._dir = tempfile.mkdtemp(prefix="occustream-redis-")
+        durable = (["--appendonly", "yes", "--appendfsync", "everysec"] if persistence
+                   else ["--appendonly", "no"])
         argv = [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", self._dir,
-                "--protected-mode", "yes"]
+                "--save", "", *durable, "--dir", self._dir, "--protected-mode", "yes"]
         self._proc = _Process("redis-server", argv, _log_dir(log_dir) / f"redis-{self.port}.log")
+
+    def start(self, timeout_s: float = 20.0) -> Self:
+        """Start (or restart after :meth:`stop`) the server."""
+        Path(self._dir).mkdir(parents=True, exist_ok=True)
+        return super().start(timeout_s)
 
     def _health(self, timeout_s: float) -> None:
         _redis_health(self.url, timeout_s)

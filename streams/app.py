@@ -24,12 +24,15 @@ Records (JSON; docs/DESIGN.md "Topics and records", with these refinements):
   (presence partition, tick) with the whole location vector, ``{tick, partition,
   partitions, first_tick, site, max_ts, wall, counts: [...], ttl: [...]}`` (vector order
   = ``Site.location_ids``).
-* ``occupancy.true`` (internal, key = tick): ``{tick, site, counts: {location: n}}``.
-* ``occupancy.released`` (key ``mech:location``): ``{tick, location, mechanism, value,
+* ``occupancy.true`` (internal, key = tick): ``{id, tick, site, counts: {location: n}}``.
+* ``occupancy.released`` (key ``mech:location``): ``{id, tick, location, mechanism, value,
   epsilon}``; hierarchical PeGaSus also releases its floor/building nodes this way.
 * ``alerts.firecode`` (key = location): ``{tick, location, capacity, algorithm, beta,
-  window}`` with window ``tick`` or ``hour`` — never an ex-post ε.
-* ``privacy.ledger`` (key = mechanism): :class:`mechanisms.accounting.LedgerRecord`.
+  window, id}`` with window ``tick`` or ``hour`` — never an ex-post ε.
+* ``privacy.ledger`` (key = mechanism): :class:`mechanisms.accounting.LedgerRecord`
+  (its ``release_id`` is the record's id).
+* ``id``: deterministic (the same on a replay); the source does not re-send what a topic
+  already holds, and consumers drop repeated ids (docs/ARCHITECTURE.md "Failure model").
 * ``wifi.observations`` may carry watermark markers ``{"watermark": ts}`` (see
   :func:`streams.pipeline.presence.sign_marker`, HMAC-signed), sent by the occupancy
   stage to idle partitions.

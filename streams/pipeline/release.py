@@ -278,6 +278,11 @@ class Releaser:
 
 
 def release_record(rel: Release, location: str, value: float) -> bytes:
-    """Record value for ``occupancy.released``."""
-    return json.dumps({"tick": rel.tick, "location": location, "mechanism": rel.mechanism,
+    """Record value for ``occupancy.released``, with its deterministic ``id``.
+
+    The id is ``mechanism|location|tick``: a replay sends the same id; consumers drop repeats.
+    """
+    t = int(rel.tick) if float(rel.tick).is_integer() else float(rel.tick)
+    return json.dumps({"id": f"{rel.mechanism}|{location}|{t}", "tick": rel.tick,
+                       "location": location, "mechanism": rel.mechanism,
                        "value": value, "epsilon": rel.epsilon}, separators=(",", ":")).encode()

@@ -26,8 +26,13 @@ def lag_of(consumer: Any, offsets: dict[int, int]) -> dict[str, int]:
 def health_line(*, worker: str, started: float, events_in: int, ticks_out: int,
                 last_tick: float | None, watermarks: dict[int, float | None],
                 lag: dict[str, int], dlq: dict[str, int],
-                latency: list[float]) -> dict[str, Any]:
-    """The health document of one worker."""
+                latency: list[float], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The health document of one worker.
+
+    ``status`` (:meth:`streams.runtime.resilience.Status.health`) adds ``degraded`` (None,
+    or why: Redis unavailable, a reset broker log, a state store rebuilt), its reasons
+    and the recovery counters.
+    """
     up = time.monotonic() - started
     h: dict[str, Any] = {
         "worker": worker,
@@ -40,7 +45,10 @@ def health_line(*, worker: str, started: float, events_in: int, ticks_out: int,
         "lag": lag,
         "partitions": sorted(watermarks),
         "dlq": dlq,
+        "degraded": None,
     }
+    if status:
+        h.update(status)
     if latency:
         lat = sorted(latency)
         h["tick_latency_p50_s"] = round(lat[len(lat) // 2], 3)
@@ -68,4 +76,9 @@ def prometheus_text(h: dict[str, Any]) -> str:
         metric("dlq_records_total", n, f'{{reason="{reason}"}}')
     for tp, lag in (h.get("lag") or {}).items():
         metric("consumer_lag", lag, f'{{topic_partition="{tp}"}}')
+    metric("degraded", 1 if h.get("degraded") else 0)
+    for key in (h.get("degraded_reasons") or {}):
+        metric("degraded_reason", 1, f'{{reason="{key.split(":")[0]}",key="{key}"}}')
+    for name, n in (h.get("recoveries") or {}).items():
+        metric(f"{name}_total", n)
     return "\n".join(lines) + "\n"

@@ -9,6 +9,11 @@ rebalance a stage reloads the checkpoint and skips records at or below its offse
 everything after is replayed deterministically (noise from ``keyed_rng(secret,
 mechanism, tick, …)``), so no tick is skipped, none is released with different values,
 no device is counted twice.
+
+Failures (docs/ARCHITECTURE.md "Failure model"): a Redis outage blocks the stages with
+capped back-off retries (health ``degraded``), a state store restarted empty is rebuilt
+from Kafka, a reset broker log is detected from the checkpoints' positions; the shared
+:class:`~streams.runtime.resilience.Status` carries the reasons to the health line.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from streams.runtime.occupancy import OccupancyRuntime
 from streams.runtime.output import Output
 from streams.runtime.ports import SinkFactory
 from streams.runtime.presence import PresenceRuntime
+from streams.runtime.resilience import Status
 from streams.settings import Settings
 
 log = logging.getLogger("occustream.pipeline")
@@ -51,13 +57,15 @@ class Pipeline:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.started = time.monotonic()
         self.sink = sink(settings, site)
-        self.checkpoints = CheckpointStore(settings.state_store_url(), settings.app_id)
+        self.status = Status()
+        self.checkpoints = CheckpointStore(settings.state_store_url(), settings.app_id,
+                                           self.status)
         self.output = Output(settings.kafka_bootstrap)
         self.presence = PresenceRuntime(settings, site, self.checkpoints, self.output,
-                                        self.sink)
+                                        self.sink, self.status)
         self.occupancy = OccupancyRuntime(settings, site, self.checkpoints, self.output,
-                                          self.sink)
-        self.ingest = Ingest(settings, self.presence)
+                                          self.sink, self.status)
+        self.ingest = Ingest(settings, self.presence, self.status)
 
     # the stages' entry points, as the Faust agents and the tests call them
     async def presence_batch(self, events: list[Any], partial_topic: str,
@@ -79,8 +87,22 @@ class Pipeline:
         """Process a batch of partials; release every tick that became final."""
         await self.occupancy.process_events(events, topics)
 
+    def owns_partial(self) -> bool:
+        """Whether this worker's Faust consumer owns ``occupancy.partial`` (True without app)."""
+        if self.app is None:
+            return True
+        try:
+            assigned = self.app.consumer.assignment()
+        except Exception:  # noqa: BLE001 - not started yet
+            return False
+        topic = self.occupancy.partial_topic
+        return any(tp.topic == topic and tp.partition == 0 for tp in assigned)
+
     async def idle_check(self, obs_topic: str) -> None:
-        """See :meth:`OccupancyRuntime.idle_check`."""
+        """See :meth:`OccupancyRuntime.idle_check` (only on the owner of the partials)."""
+        if not self.owns_partial():
+            self.occupancy.release_ownership()
+            return
         await self.occupancy.idle_check(obs_topic)
 
     @property
@@ -97,7 +119,8 @@ class Pipeline:
                         events_in=self.presence.events_in, ticks_out=occ.ticks_out,
                         last_tick=occ.last_tick, watermarks=self.presence.watermarks(),
                         lag=lag_of(consumer, offsets) if consumer is not None else {},
-                        dlq=self.presence.dlq_totals(), latency=occ.latency)
+                        dlq=self.presence.dlq_totals(), latency=occ.latency,
+                        status=self.status.health())
         try:
             await self.sink.write_health(self.s.app_id, self.worker_id, h)
         except Exception:  # noqa: BLE001

@@ -5,10 +5,14 @@ Runs :mod:`streams.pipeline.presence`.
 Per batch: process each partition's records in offset order, send DLQ records and
 partial counts, wait for the broker, then checkpoint each partition's state with the
 last offset it includes — so a crash replays from the checkpoint and skips nothing.
+Each checkpoint also records its log generation and the fingerprint of the record at
+its offset, so :mod:`streams.runtime.ingest` can tell a reset broker log from a replay
+(:meth:`PresenceRuntime.rebase`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 from collections import defaultdict
@@ -19,8 +23,10 @@ from occupancy.buildings import Site
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.presence import PartitionState, StageConfig
 from streams.runtime.checkpoint import CheckpointStore
+from streams.runtime.kafkalog import fingerprint
 from streams.runtime.output import Output
 from streams.runtime.ports import ReadModelSink
+from streams.runtime.resilience import Status, retry_redis
 from streams.settings import Settings
 
 log = logging.getLogger("occustream.pipeline")
@@ -44,8 +50,9 @@ class PresenceRuntime:
     """The presence states of the partitions this worker owns."""
 
     def __init__(self, settings: Settings, site: Site, checkpoints: CheckpointStore,
-                 output: Output, sink: ReadModelSink) -> None:
+                 output: Output, sink: ReadModelSink, status: Status | None = None) -> None:
         self.s = settings
+        self.status = status
         self.site = site
         self.cfg = stage_config(settings, site)
         self.pseudonym = pseudonymizer(settings.secret)
@@ -53,17 +60,42 @@ class PresenceRuntime:
         self.output = output
         self.sink = sink
         self.states: dict[int, PartitionState] = {}
+        self.gens: dict[int, int] = {}  # partition → log generation of its checkpoint
+        self.fps: dict[int, str] = {}  # partition → fingerprint of the record at its offset
         self.events_in = 0
+        self._lock: asyncio.Lock | None = None
+
+    def lock(self) -> asyncio.Lock:
+        """Serialises batches with rebalance callbacks (both replace partition states)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     async def resume(self, p: int) -> PartitionState | None:
         """Load partition ``p``'s checkpoint (None when it has none)."""
         self.states.pop(p, None)
-        data = await self.checkpoints.load(STAGE, p)
-        if not data:
+        ck = await self.checkpoints.load_checkpoint(STAGE, p)
+        if ck is None:
             return None
-        st = PartitionState.from_bytes(data)
+        st = PartitionState.from_bytes(ck.data)
         self.states[p] = st
+        self.gens[p], self.fps[p] = ck.gen, ck.fp
         return st
+
+    def rebase(self, p: int, log_start: int) -> None:
+        """Continue partition ``p``'s state on a new log that starts at ``log_start``.
+
+        The broker's log was reset (docs/ARCHITECTURE.md "Failure model"): the state
+        (devices, watermark, ticks already reported) is kept, so nothing already
+        reported is reported again; the new log is read from its start with the next
+        log generation, whose checkpoints replace the old ones.
+        """
+        st = self.states.get(p)
+        if st is None:
+            return
+        st.offset = log_start - 1
+        self.gens[p] = self.gens.get(p, 0) + 1
+        self.fps[p] = ""
 
     def forget(self, p: int) -> None:
         """Drop a revoked partition's state (its checkpoint stays)."""
@@ -93,12 +125,20 @@ class PresenceRuntime:
     async def process(self, by_p: dict[int, list[tuple[int, bytes]]],
                       partial_topic: str, dlq_topic: str) -> dict[int, int]:
         """Process records per partition, send outputs, checkpoint; return new offsets."""
+        async with self.lock():
+            return await self._process(by_p, partial_topic, dlq_topic)
+
+    async def _process(self, by_p: dict[int, list[tuple[int, bytes]]],
+                       partial_topic: str, dlq_topic: str) -> dict[int, int]:
         touched = []
         for p, recs in by_p.items():
             recs.sort()
             st = await self._state(p, recs[0][0])
             res = st.process(recs, self.cfg, self.pseudonym,
                              ttl_step if self.cfg.track_ttl else None)
+            at = [v for o, v in recs if o == st.offset]
+            if at:
+                self.fps[p] = fingerprint(at[-1])
             self.events_in += res.processed
             for d in res.dlq:
                 await self.output.send(dlq_topic, None, d)
@@ -112,9 +152,13 @@ class PresenceRuntime:
             touched.append((st, bool(res.dlq)))
         await self.output.flush()
         for st, dlq in touched:
-            await self.checkpoints.save(STAGE, st.partition, st.offset, st.to_bytes())
+            p = st.partition
+            await self.checkpoints.save(STAGE, p, st.offset, st.to_bytes(),
+                                        gen=self.gens.get(p, 0), fp=self.fps.get(p, ""))
             if dlq:
-                await self.sink.write_dlq_counts(self.s.app_id, st.partition, st.dlq_counts)
+                counts = dict(st.dlq_counts)
+                await retry_redis(self.status, "dlq counts", lambda p=p, c=counts: (
+                    self.sink.write_dlq_counts(self.s.app_id, p, c)))
         return {st.partition: st.offset for st, _ in touched}
 
     def watermarks(self) -> dict[int, float | None]:
