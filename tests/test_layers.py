@@ -145,6 +145,12 @@ def _names_in(node: ast.AST, names: set[str]) -> list[str]:
     return found
 
 
+#: Modules that compare names as *labels*, not as meaning, and why.
+LABEL_MODULES = {
+    "research/reproduce.py": "matches result rows to the thesis' tables, keyed by name",
+}
+
+
 def name_branches(root: Path) -> list[str]:
     """Comparisons (``==``, ``!=``, ``in``) and ``startswith`` on a mechanism's name.
 
@@ -157,7 +163,7 @@ def name_branches(root: Path) -> list[str]:
     for pkg in LAYERS:
         for path in sorted((root / pkg).rglob("*.py")):
             rel = path.relative_to(root)
-            if rel.parts[0] == "mechanisms":
+            if rel.parts[0] == "mechanisms" or rel.as_posix() in LABEL_MODULES:
                 continue  # the library that defines the mechanisms and the registry
             tree = ast.parse(path.read_text(), filename=str(path))
             for node in ast.walk(tree):
