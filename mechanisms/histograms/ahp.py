@@ -16,7 +16,7 @@ the best per-value error ``y_j`` could get in a cluster that starts at ``j``; th
 ``l`` stops early as in the paper (p. 6) when the growth of the first term exceeds the
 remaining possible decrease of the second. The SORTaki greedy partitioner
 (:func:`~mechanisms.histograms.partitioners.greedy_partition`) compares against the
-error of ``y_j`` *alone* instead, which merges far more (docs/ALGORITHMS.md "SORTaki").
+error of ``y_j`` *alone* instead, which merges far more.
 
 Defaults ρ = 0.85 and η = 0.35 are those of the DPBench implementation (Hay et al.,
 SIGMOD 2016), which the authors' code uses for ε = 0.1.

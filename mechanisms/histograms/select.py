@@ -15,7 +15,7 @@ signal-to-noise ``snr = ε·ŝ/n``: :data:`RULE` lists, per kind, ``(upper bound
 log10(snr), algorithm)`` pairs. The rule was derived by ``bench/hist_1d_rule.py``
 from measurements on the DPBench 1-D files *not* used in the report (BIDS, BIDS-FJ,
 BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL, LC-DTIR-ALL; n = 4096) — see that script
-and docs/ALGORITHMS.md; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
+and bench/results/hist_1d/rule.json; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
 NETTRACE, PATENT, SEARCHLOGS) are held out.
 """
 
