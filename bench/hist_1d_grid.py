@@ -9,6 +9,7 @@ Error: DPBench's ‖Wx − Wx̂‖₂/(q·scale), median over the trials.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -49,6 +50,7 @@ def run_grid(
     scales: tuple[int, ...],
     epsilons: tuple[float, ...],
     trials: int,
+    progress: bool = False,
 ) -> tuple[dict[tuple, float], dict[str, float]]:
     """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm."""
     out: dict[tuple, float] = {}
@@ -72,4 +74,6 @@ def run_grid(
                     secs[a] += time.perf_counter() - t0
                     for wi, w in enumerate(wls):
                         out[(d, scale, eps, w.name, a)] = float(np.median(errs[wi]))
+                if progress:
+                    print(f"  {d} scale {scale:g} ε {eps:g} done", file=sys.stderr, flush=True)
     return out, secs

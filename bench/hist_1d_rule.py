@@ -2,7 +2,7 @@
 
 ``python -m bench.hist_1d_rule`` runs the candidates on the TRAIN data sets of
 :mod:`bench.hist_1d_grid` (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
-LC-DTIR-ALL — none of them is reported), scales 1e3 … 1e7, ε ∈ {0.1, 1}, 3 trials, and
+LC-DTIR-ALL — none of them is reported), scales 1e3 … 1e7, ε ∈ {0.1, 1}, 2 trials, and
 for every workload kind and signal level ``log10(ε·scale/n)`` picks the candidate with
 the smallest geo-mean ratio to the per-cell best (ties → the simpler algorithm).
 Adjacent levels with the same winner are merged into one threshold at the midpoint.
@@ -68,7 +68,7 @@ def as_thresholds(rule: dict[str, list]) -> dict[str, list[tuple[float, str]]]:
 
 def main() -> None:
     """Run the training grid, write the rule and print it."""
-    errors, secs = run_grid(TRAIN, CANDIDATES, SCALES, EPSILONS, trials=3)
+    errors, secs = run_grid(TRAIN, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True)
     rule = derive(errors)
     th = as_thresholds(rule)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -116,7 +116,10 @@ def _reduce_with(cg: np.ndarray, starts: np.ndarray) -> np.ndarray:
     s_ = np.asarray(starts, np.int64)
     e_ = np.concatenate((s_[1:], [n]))
     sizes = (e_ - s_).astype(np.float64)
-    r = cg[np.ix_(e_, e_)] - cg[np.ix_(s_, e_)] - cg[np.ix_(e_, s_)] + cg[np.ix_(s_, s_)]
+    if len(s_) == n:  # all singletons: the Gram matrix itself
+        return cg[1:, 1:] - cg[:-1, 1:] - cg[1:, :-1] + cg[:-1, :-1]
+    rows = cg[e_] - cg[s_]
+    r = rows[:, e_] - rows[:, s_]
     return r / np.outer(sizes, sizes)
 
 
@@ -150,6 +153,7 @@ def greedyh_tree(gram: np.ndarray, branch: int = 2) -> _tree.Tree:
     terminal = np.zeros(tree.size, bool)
     u: dict[int, np.ndarray] = {}
     kk = np.zeros(tree.size)
+    own = np.zeros(tree.size)  # ‖G[:, v]·u_v‖² of every finished node
     err = np.zeros(tree.size)
     grid = np.arange(GRANULARITY, dtype=np.float64)
     err1 = (GRANULARITY - grid) ** 2
@@ -160,20 +164,22 @@ def greedyh_tree(gram: np.ndarray, branch: int = 2) -> _tree.Tree:
         if size == 1:
             err[v] = float(block[:, 0] @ block[:, 0])
             u[v], kk[v], terminal[v] = np.ones(1), 1.0, True
+            own[v] = err[v]
             continue
-        if np.all(block.min(axis=1) == block.max(axis=1)):
+        # uniform node (all columns equal); the first/last column test rejects cheaply
+        if np.array_equal(block[:, 0], block[:, -1]) and np.all(
+            block.min(axis=1) == block.max(axis=1)
+        ):
             err[v] = float(block[:, 0] @ block[:, 0])
             u[v], kk[v], terminal[v] = np.full(size, 1.0 / size), 1.0, True
+            own[v] = err[v]  # G[:, v]·(1/size)·1 = the (common) column
             continue
         ch = tree.children[v]
         ub = np.concatenate([u[c] for c in ch])
         kb = float(kk[ch].sum())
-        m1 = 0.0
-        for c in ch:
-            bc = g[:, tree.lo[c] : tree.hi[c]] @ u[c]
-            m1 += float(bc @ bc)
         bm = block @ ub
         m = float(bm @ bm)
+        m1 = float(sum(own[c] for c in ch))
         sumerr = float(err[ch].sum())
         decay = 1.0 / branch ** (tree.depth[v] / 2.0)
         err2 = grid**2 * decay
@@ -185,6 +191,7 @@ def greedyh_tree(gram: np.ndarray, branch: int = 2) -> _tree.Tree:
         c_sm = (1.0 - p) ** 2 / (p**2 + kb * (1.0 - p) ** 2)
         u[v] = ub * (1.0 - c_sm * kb) / p**2
         kk[v] = float(u[v].sum())
+        own[v] = m * ((1.0 - c_sm * kb) / p**2) ** 2  # ‖G[:, v]·u_v‖², u_v ∝ u_B
         for c in ch:
             u.pop(c, None)
     # weights top-down: a node gets (1 − p)·(path share), its children p·(path share)
