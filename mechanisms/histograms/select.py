@@ -53,11 +53,14 @@ WORKLOAD_AWARE = ("DAWA", "GreedyH", "MWEM", "HDMM", "auto")
 #: share of ε spent on the scale estimate by :func:`auto_release`
 SCALE_SHARE = 0.01
 
-#: per workload kind: (upper bound on log10(ε·ŝ/n), algorithm), first match wins
+#: per workload kind: (upper bound on log10(ε·ŝ/n), algorithm), first match wins.
+#: Fitted by bench/hist_1d_rule.py on the held-out files (2 trials, scales 1e3…1e7,
+#: ε ∈ {0.1, 1}; bench/results/hist_1d/rule.json holds every geo-mean): sparse signal →
+#: DAWA everywhere; denser → AHP then DPCube for single counts, HB for prefixes and ranges.
 RULE: dict[str, tuple[tuple[float, str], ...]] = {
-    "identity": ((math.inf, "DAWA"),),
-    "prefix": ((math.inf, "DAWA"),),
-    "range": ((math.inf, "DAWA"),),
+    "identity": ((-0.112, "DAWA"), (0.888, "AHP"), (math.inf, "DPC")),
+    "prefix": ((-0.112, "DAWA"), (math.inf, "HB")),
+    "range": ((0.888, "DAWA"), (math.inf, "HB")),
 }
 
 
