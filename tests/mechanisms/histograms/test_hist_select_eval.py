@@ -123,3 +123,21 @@ def test_cli_lists_every_algorithm_and_the_measure() -> None:
         assert name in release_help
     args = build_parser().parse_args(["release", "x.npy"])
     assert args.algorithm == "auto"
+
+
+def test_default_release_selects_and_records_the_choice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from streams.tools.histogram import main
+
+    x = np.random.default_rng(0).poisson(50, (4, 64)).astype(float)
+    src = tmp_path / "cube.npy"
+    np.save(src, x)
+    out = tmp_path / "rel.json"
+    argv = ["release", str(src), "-e", "0.5", "--seed", "1", "--day", "2026-11-24", "-o"]
+    assert main([*argv, str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["algorithm"].startswith("auto-")
+    assert doc["algorithm"].split("-", 1)[1] in {a for rows in sel.RULE.values() for _, a in rows}
+    assert np.shape(doc["released"]) == x.shape
+    assert doc["ledger"]["epsilon"] == pytest.approx(0.5)
