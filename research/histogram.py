@@ -47,6 +47,7 @@ from mechanisms.histograms.kdtree import (
     kd_tree_release,
     usefulness_accuracy,
 )
+from mechanisms.histograms.select import NEW_1D, auto_release, release_1d
 from mechanisms.histograms.select2d import release_2d
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 MULTI_D = ("kdtree", "cell")
 #: 2-D algorithms of issue 17 (mechanisms.histograms.select2d); "auto-2d" = the selection
 SPATIAL = ("auto-2d", "AG", "UG", "QuadTree", "kd-hierarchical")
-ALGORITHMS = TABLE_II + MULTI_D + SPATIAL
+ALGORITHMS = TABLE_II + NEW_1D + MULTI_D + SPATIAL
+RELEASE_WORKLOADS = ("range", "prefix", "identity")
 SLOT_S = 300.0
 
 #: DPBench data set names → files (README of the DPBench data folder)
@@ -283,6 +285,10 @@ def _release(args: argparse.Namespace) -> int:
         )
         est, n_bins = sp.estimate, len(sp.boxes) or int(cube.size)
         shares = {k: v / eff for k, v in sp.parts.items()}
+    elif algo in NEW_1D:
+        est, n_bins, shares = _release_1d(args, cube, eff, rng, discrete)
+        if algo == "auto":
+            algo = f"auto-{shares.pop('algorithm')}"
     else:
         cfg = parse_config(algo)
         rel = run_config(cfg, cube, eff, gamma_in=args.gamma_in, rng=rng, discrete=discrete)
@@ -317,6 +323,33 @@ def _release(args: argparse.Namespace) -> int:
         + (f" and Redis {args.redis_url}" if args.redis_url else "")
     )
     return 0
+
+
+def _release_workload(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The public workload a 1-D release is tuned for (``--workload``)."""
+    if kind == "identity":
+        w = ev.identity_workload(n)
+    elif kind == "prefix":
+        w = ev.prefix_workload(n)
+    elif n <= 1024:
+        w = ev.allrange_workload(n)
+    else:  # 2000 random ranges, fixed public seed
+        w = ev.uniform_range_workload(n, 2000, rng=np.random.default_rng(0))
+    return w.lo, w.hi
+
+
+def _release_1d(
+    args: argparse.Namespace, cube: np.ndarray, eff: float, rng: Any, discrete: bool
+) -> tuple[np.ndarray, int, dict[str, Any]]:
+    """HB / Privelet / GreedyH / MWEM / HDMM, or ``auto`` (selection), on the flat cube."""
+    flat = cube.ravel()
+    wl = _release_workload(args.workload, len(flat))
+    if args.algorithm == "auto":
+        est, facts = auto_release(flat, eff, workload=wl, rng=rng, discrete=discrete)
+        shares = {"scale": facts["eps_scale"] / eff, "release": 1 - facts["eps_scale"] / eff}
+        return est.reshape(cube.shape), len(flat), {**shares, "algorithm": facts["algorithm"]}
+    est = release_1d(args.algorithm, flat, eff, workload=wl, rng=rng, discrete=discrete)
+    return est.reshape(cube.shape), len(flat), {"release": 1.0}
 
 
 def _to_redis(url: str, day: str, algo: str, text: str, ledger: dict[str, Any]) -> None:
@@ -476,7 +509,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         algorithms = args.algorithms.split(",") if args.algorithms else list(TABLE_II)
         for a in algorithms:
-            parse_config(a)
+            if a not in NEW_1D:
+                parse_config(a)
         names = args.data or [n for n in ISSUE_1D]
         datasets = {}
         for s in names:
@@ -502,6 +536,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                     gamma_in=g,
                     n_queries=args.queries,
                     progress=bar.update,
+                    measure=args.measure,
                     dpp=args.dpp,
                     dawa_dyadic=not args.dawa_all_intervals,
                 )
@@ -538,9 +573,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--algorithm",
         "-a",
-        default="DAWA",
+        default="auto",
         choices=ALGORITHMS,
-        help="SORTaki Table II configuration, kdtree, cell or a 2-D algorithm (default DAWA)",
+        help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, kdtree, "
+        "cell, a 2-D algorithm (AG, UG, QuadTree, kd-hierarchical, auto-2d), or auto: chosen "
+        "from public facts and a DP scale estimate (default)",
+    )
+    r.add_argument(
+        "--workload",
+        default="range",
+        choices=RELEASE_WORKLOADS,
+        help="queries the release should answer best (auto, DAWA, GreedyH, MWEM, HDMM)",
     )
     r.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget ε")
     r.add_argument(
@@ -605,14 +648,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--algorithms",
         "-a",
         default=None,
-        help=f"comma-separated (default all of Table II: {','.join(TABLE_II)})",
+        help=f"comma-separated, of {','.join(TABLE_II + NEW_1D)} "
+        f"(default all of Table II: {','.join(TABLE_II)})",
     )
     e.add_argument("--epsilons", default="1,0.5,0.1", help="comma-separated ε values")
     e.add_argument(
         "--workloads",
         "-w",
         default="small,large",
-        help="comma-separated: identity, prefix, small, large",
+        help="comma-separated: identity, prefix, small, large, random, allrange",
+    )
+    e.add_argument(
+        "--measure",
+        default="dpbench",
+        choices=ev.MEASURES,
+        help="dpbench: ‖Wx−Wx̂‖₂/(q·scale); sortaki: squared, ‖Wx−Wx̂‖₂²/(q·scale) "
+        "(SORTaki's tables; use with -w allrange)",
     )
     e.add_argument("--trials", "-t", type=int, default=5, help="seeded trials per cell")
     e.add_argument("--seed", type=int, default=0, help="master seed")

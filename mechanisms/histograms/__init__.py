@@ -8,6 +8,10 @@ whose docstring starts with "NOISE DRAWING"; everything else is post-processing.
 
 Entry points:
     :func:`release_histogram` — any SORTaki Table II configuration by name;
+    :func:`~mechanisms.histograms.select.release_1d` — any 1-D algorithm by name (Table II,
+    HB, Privelet, GreedyH, MWEM, HDMM) charged to an accountant;
+    :func:`~mechanisms.histograms.select.auto_release` — the default 1-D release (the
+    algorithm selected from public facts and a DP scale estimate);
     :func:`~mechanisms.histograms.kdtree.cell_based_release`,
     :func:`~mechanisms.histograms.kdtree.kd_tree_release` — multidimensional releases;
     :mod:`~mechanisms.histograms.evaluation` — DPBench-style workloads and error.

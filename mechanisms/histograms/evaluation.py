@@ -7,7 +7,11 @@
   (sizes 1..10) and random large ranges (sizes 100..1000 step 100), after SORTaki §VI;
   2-D random rectangles for the kd-tree.
 * Error: DPBench's scaled average per-query L2 error ``‖Wx − Wx̂‖₂ / (q·s)``,
-  ``s = ‖x‖₁`` (SORTaki Def. VI.1).
+  ``s = ‖x‖₁`` (SORTaki Def. VI.1); ``measure="sortaki"``: the *squared* L2 error
+  ``‖Wx − Wx̂‖₂² / (q·s)`` that SORTaki's tables report (issue 17: Identity on NetTrace
+  reproduces Table IX only under the squared measure), with the ``allrange`` workload
+  (all n(n+1)/2 ranges, n ≤ :data:`ALLRANGE_MAX_N`, error in closed form).
+* ``random``: DPBench's random ranges (both endpoints uniform).
 * Trials: :func:`seeded_rngs` gives independent, reproducible generators per trial.
 
 The random workload and data generators take an ``rng`` (they are not privacy noise).
@@ -31,6 +35,9 @@ __all__ = [
     "make_workload",
     "answer",
     "scaled_error",
+    "squared_scaled_error",
+    "allrange_workload",
+    "uniform_range_workload",
     "random_boxes",
     "answer_boxes",
     "scaled_error_boxes",
@@ -42,7 +49,10 @@ __all__ = [
     "evaluate_2d",
 ]
 
-WORKLOADS = ("identity", "prefix", "small", "large")
+WORKLOADS = ("identity", "prefix", "small", "large", "random", "allrange")
+MEASURES = ("dpbench", "sortaki")
+#: largest domain for the all-range workload (n(n+1)/2 queries are materialised)
+ALLRANGE_MAX_N = 4096
 SMALL_SIZES = tuple(range(1, 11))
 LARGE_SIZES = tuple(range(100, 1001, 100))
 
@@ -101,17 +111,39 @@ def random_range_workload(
     return Workload(name, n, lo, lo + size)
 
 
+def uniform_range_workload(n: int, n_queries: int, *, rng: np.random.Generator) -> Workload:
+    """DPBench's random ranges: two uniform endpoints, ``[min, max]`` inclusive."""
+    a, b = rng.integers(0, n, n_queries), rng.integers(0, n, n_queries)
+    return Workload("random", n, np.minimum(a, b), np.maximum(a, b) + 1)
+
+
+def allrange_workload(n: int) -> Workload:
+    """All n(n+1)/2 ranges (SORTaki §VI); n ≤ :data:`ALLRANGE_MAX_N`."""
+    if not 1 <= n <= ALLRANGE_MAX_N:
+        raise InvalidParameterError(f"n must be in [1, {ALLRANGE_MAX_N}] for allrange, not {n!r}")
+    lo, hi = np.triu_indices(n + 1, 1)
+    return Workload("allrange", n, lo.astype(np.int64), hi.astype(np.int64))
+
+
 def make_workload(
     name: str, n: int, *, n_queries: int = 2000, rng: np.random.Generator | None = None
 ) -> Workload:
-    """Workload by name: identity, prefix, small (1..10), large (100..1000 step 100)."""
+    """Workload by name.
+
+    identity, prefix, small (1..10), large (100..1000 step 100), random (uniform
+    endpoints), allrange (every range).
+    """
     if name == "identity":
         return identity_workload(n)
     if name == "prefix":
         return prefix_workload(n)
-    if name in {"small", "large"}:
+    if name == "allrange":
+        return allrange_workload(n)
+    if name in {"small", "large", "random"}:
         if rng is None:
             raise InvalidParameterError("rng is required for random range workloads")
+        if name == "random":
+            return uniform_range_workload(n, n_queries, rng=rng)
         sizes = SMALL_SIZES if name == "small" else LARGE_SIZES
         return random_range_workload(n, sizes, n_queries, name, rng=rng)
     raise InvalidParameterError(f"workload must be one of {', '.join(WORKLOADS)}, not {name!r}")
@@ -123,12 +155,40 @@ def answer(x: np.ndarray, w: Workload) -> np.ndarray:
     return c[w.hi] - c[w.lo]
 
 
-def scaled_error(x: np.ndarray, estimate: np.ndarray, w: Workload) -> float:
-    """DPBench scaled average per-query L2 error ``‖Wx − Wx̂‖₂ / (q · ‖x‖₁)``."""
+def scaled_error(
+    x: np.ndarray, estimate: np.ndarray, w: Workload, measure: str = "dpbench"
+) -> float:
+    """DPBench scaled average per-query L2 error ``‖Wx − Wx̂‖₂ / (q · ‖x‖₁)``.
+
+    ``measure="sortaki"`` gives :func:`squared_scaled_error` instead.
+    """
+    if measure == "sortaki":
+        return squared_scaled_error(x, estimate, w)
+    if measure != "dpbench":
+        raise InvalidParameterError(
+            f"measure must be one of {', '.join(MEASURES)}, not {measure!r}"
+        )
     scale = float(np.asarray(x, np.float64).sum())
     check_positive("scale of x", scale)
     diff = answer(x, w) - answer(estimate, w)
     return float(np.linalg.norm(diff) / (w.size * scale))
+
+
+def squared_scaled_error(x: np.ndarray, estimate: np.ndarray, w: Workload) -> float:
+    """SORTaki's measure ``‖Wx − Wx̂‖₂² / (q · ‖x‖₁)`` (squared, not rooted).
+
+    For ``allrange`` the sum over all ranges is ``(n+1)·ΣP² − (ΣP)²`` with P the n+1
+    prefix sums of ``x − x̂`` (every pair of prefix positions is one range): O(n).
+    """
+    scale = float(np.asarray(x, np.float64).sum())
+    check_positive("scale of x", scale)
+    if w.name == "allrange":
+        d = np.asarray(x, np.float64).ravel() - np.asarray(estimate, np.float64).ravel()
+        p = np.concatenate(([0.0], np.cumsum(d)))
+        total = (len(p)) * float(p @ p) - float(p.sum()) ** 2
+        return float(total / (w.size * scale))
+    diff = answer(x, w) - answer(estimate, w)
+    return float(diff @ diff / (w.size * scale))
 
 
 def random_boxes(
@@ -208,6 +268,12 @@ def synthetic_shape(kind: str, n: int, *, rng: np.random.Generator) -> np.ndarra
     raise InvalidParameterError(f"kind must be step, zipf or random, not {kind!r}")
 
 
+@dataclass(frozen=True, eq=False)
+class _Est:
+    estimate: np.ndarray
+    n_bins: int
+
+
 def _seq(*key: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(key))))
 
@@ -224,6 +290,7 @@ def evaluate_1d(
     gamma_in: float | None = None,
     n_queries: int = 2000,
     progress: object = None,
+    measure: str = "dpbench",
     **options: object,
 ) -> list[ResultRow]:
     """Seeded repeated trials of every (dataset, algorithm, ε) on every workload.
@@ -245,13 +312,15 @@ def evaluate_1d(
         gamma_in: initializer share (None → each configuration's default).
         n_queries: queries per random range workload.
         progress: optional callable invoked once per finished run (progress bars).
+        measure: "dpbench" (‖·‖₂/(q·s)) or "sortaki" (‖·‖₂²/(q·s)).
         **options: passed to :func:`~mechanisms.histograms.sortaki.run_config`.
     """
     from time import perf_counter
 
-    from mechanisms.histograms.sortaki import parse_config, run_config
+    from mechanisms.histograms.select import NEW_1D, WORKLOAD_AWARE, release_1d
+    from mechanisms.histograms.sortaki import Config, parse_config, run_config
 
-    configs = [parse_config(a) for a in algorithms]
+    configs = [Config(a) if a in NEW_1D else parse_config(a) for a in algorithms]
     rows: list[ResultRow] = []
     for d_i, (dname, shape) in enumerate(datasets.items()):
         shape = np.asarray(shape, np.float64).ravel()
@@ -273,19 +342,26 @@ def evaluate_1d(
                     rng = _seq(seed, d_i, a_i, e_i, t)
                     rel = None
                     for w_i, w in enumerate(wls):
-                        if rel is None or cfg.finalizer == "dawa":
-                            # workload-aware DAWA gets one release per workload it is scored on
-                            rel = run_config(
-                                cfg,
-                                data[t],
-                                eps,
-                                gamma_in=gamma_in,
-                                workload=(w.lo, w.hi),
-                                rng=rng,
-                                **options,
-                            )  # type: ignore[arg-type]
+                        aware = cfg.finalizer == "dawa" or cfg.name in WORKLOAD_AWARE
+                        if rel is None or aware:
+                            # workload-aware algorithms get one release per workload
+                            if cfg.name in NEW_1D:
+                                est = release_1d(
+                                    cfg.name, data[t], eps, workload=(w.lo, w.hi), rng=rng
+                                )
+                                rel = _Est(est, len(est))
+                            else:
+                                rel = run_config(
+                                    cfg,
+                                    data[t],
+                                    eps,
+                                    gamma_in=gamma_in,
+                                    workload=(w.lo, w.hi),
+                                    rng=rng,
+                                    **options,
+                                )  # type: ignore[arg-type]
                         bins[t] = rel.n_bins
-                        errs[w_i, t] = scaled_error(data[t], rel.estimate, w)
+                        errs[w_i, t] = scaled_error(data[t], rel.estimate, w, measure)
                     if callable(progress):
                         progress()
                 sec = (perf_counter() - t0) / trials

@@ -7,7 +7,8 @@ and inference functions are deterministic post-processing and take no rng.
   ``avg~_{v,ε_f}`` = (bin sum + Lap(1/ε_f)) / |v|.
 * WAF, SORTaki Alg. 4 / eq. (3): ``α₁·mean(f~_{i,ε_in}) + α₂·avg~_{v,ε_f}`` with
   ``α₁ = ε_in²/(ε_in² + |v|ε_f²)``, ``α₂ = 1 − α₁`` — unbiased, minimum variance.
-* DAWA's measurement (Li et al. 2014, §4), simplified: a binary tree over the DAWA
+* A level-uniform simplification of DAWA's measurement (Li et al. 2014, §4), kept for
+  comparison only — DAWA now measures with GreedyH (:mod:`.greedyh`): a binary tree over the DAWA
   bins; the budget is split over tree levels with weights ``w_l ∝ c_l^{1/3}``, where
   ``c_l`` counts how often level-l nodes appear in the canonical decompositions of the
   workload's range queries (this minimises Σ_l c_l·2/(w_l ε)² under Σ w_l = 1, the

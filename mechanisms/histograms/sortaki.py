@@ -13,14 +13,15 @@ Configurations (SORTaki Table II), by name — grammar ``[s][t](G|D)(AHP|WF)`` p
 
 =========  =====================================================================
 Identity   Laplace mechanism with scale 1/ε
-AHP        the complete AHP of Zhang et al. 2014 = ``stGAHP`` (SORTaki §VII)
+AHP        the complete AHP of Zhang et al. 2014 (SDM, §4): sorting + thresholding
+           (η = 0.35) + the published greedy clustering (:mod:`.ahp`), ρ = γ_in = 0.85
 GAHP       greedy partitioner (Alg. 5) + AHP finalizer/bin error, no sorting
 sGAHP      sorting + GAHP;  ``stGAHP``: sorting + thresholding + GAHP
 sDAHP      sorting + DP partitioner (Alg. 6) + AHP finalizer/bin error
 sDWF       sorting + DP partitioner + WAF finalizer / UEE (eq. 5)
 DPC        DPCube partitioner (ξ = 2/ε_in²) + WAF finalizer; ``sDPC`` with sorting
-DAWA       Li et al. 2014: γ_in = 0, L1 partition with ε_p = ε/4, workload-aware
-           measurement with the rest
+DAWA       Li et al. 2014: γ_in = 0, L1 partition with ε_p = ε/4, GreedyH measurement
+           (§4–5, :mod:`.greedyh`) of the workload reduced to the buckets with the rest
 sDAWA      sorting + DAWA's partitioner (ε_p = (1 − γ_in)·ε/4) + WAF finalizer
 =========  =====================================================================
 
@@ -37,11 +38,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive, check_probability
+from mechanisms.histograms import _tree
 from mechanisms.histograms import finalizers as fin
 from mechanisms.histograms import partitioners as part
 from mechanisms.histograms._noise import noisy_values, resolve_rng
+from mechanisms.histograms.ahp import AHP_RATIO, ahp_cluster, ahp_threshold_published
 from mechanisms.histograms.bin_error import FORMULAS
 from mechanisms.histograms.bins import Partition, identity_order, sort_order
+from mechanisms.histograms.greedyh import greedyh_tree, reduced_range_gram
 
 __all__ = [
     "TABLE_II",
@@ -106,18 +110,20 @@ class Config:
     name: str
     sort: bool = False
     threshold: bool = False
-    partitioner: str = "none"  # none | greedy | dp | dpcube | dawa
+    partitioner: str = "none"  # none | greedy | ahp | dp | dpcube | dawa
     finalizer: str = "identity"  # identity | ahp | waf | dawa
 
     @property
     def uses_initializer(self) -> bool:
         """Whether the configuration spends γ_in on a noisy histogram."""
-        return self.partitioner in {"greedy", "dp", "dpcube"} or self.sort
+        return self.partitioner in {"greedy", "ahp", "dp", "dpcube"} or self.sort
 
     def default_gamma_in(self) -> float:
         """SORTaki §VII: γ_in = 0.9 is best for DP/DPCube/DAWA partitioners, 0.7 for greedy."""
         if not self.uses_initializer:
             return 0.0
+        if self.partitioner == "ahp":
+            return AHP_RATIO
         return 0.7 if self.partitioner == "greedy" else 0.9
 
     def shares(self, gamma_in: float | None = None) -> BudgetShares:
@@ -146,7 +152,7 @@ def parse_config(name: str) -> Config:
     """
     fixed = {
         "Identity": Config("Identity"),
-        "AHP": Config("AHP", sort=True, threshold=True, partitioner="greedy", finalizer="ahp"),
+        "AHP": Config("AHP", sort=True, threshold=True, partitioner="ahp", finalizer="ahp"),
         "DPC": Config("DPC", partitioner="dpcube", finalizer="waf"),
         "sDPC": Config("sDPC", sort=True, partitioner="dpcube", finalizer="waf"),
         "DAWA": Config("DAWA", partitioner="dawa", finalizer="dawa"),
@@ -228,6 +234,8 @@ def _partition_starts(
     if cfg.partitioner == "greedy":
         formula = FORMULAS["uee_ahp" if cfg.finalizer == "ahp" else "uee"]
         return part.greedy_partition(y, formula, eps_in, eps_f)
+    if cfg.partitioner == "ahp":
+        return ahp_cluster(y, eps_f)
     if cfg.partitioner == "dp":
         formula = FORMULAS["uee_ahp" if cfg.finalizer == "ahp" else "uee"]
         restricted = dpp == "restricted" or (dpp == "auto" and n > dpp_full_max_n)
@@ -314,7 +322,11 @@ def run_config(
     )
     y_init = noisy
     if cfg.threshold:
-        xi_t = ahp_threshold(n, eps_in)
+        xi_t = (
+            ahp_threshold_published(n, eps_in)
+            if cfg.partitioner == "ahp"
+            else ahp_threshold(n, eps_in)
+        )
         y_init = threshold_initializer(noisy, xi_t)
         params["threshold_xi"] = xi_t
     order = sort_order(y_init) if cfg.sort else identity_order(n)
@@ -335,19 +347,18 @@ def run_config(
     partition = Partition.from_boundaries(order, starts)
 
     if cfg.finalizer == "dawa":
-        k = partition.n_bins
-        if workload is not None:
-            lo_b, hi_b = _ranges_to_bins(partition, *workload)
-            usage = fin.tree_level_usage(k, lo_b, hi_b)
+        # DAWA §4–5: GreedyH on the workload reduced to the buckets (bucket fractions)
+        if workload is None:  # identity workload: Gram of bucket fractions is diag(1/|B|)
+            red = np.diag(1.0 / partition.sizes().astype(np.float64))
         else:
-            usage = np.zeros(fin._height(k) + 1)
-        weights = fin.greedy_level_weights(usage)
-        levels = fin.measure_tree(
-            partition.bin_sums(flat), weights, eps_f, rng=gen, discrete=discrete
+            red = reduced_range_gram(n, *workload, starts)
+        tree = greedyh_tree(red)
+        noisy_nodes = _tree.measure(
+            partition.bin_sums(flat), tree, eps_f, rng=gen, discrete=discrete
         )
-        sums = fin.tree_least_squares(levels, weights, eps_f, k)
+        sums = _tree.least_squares(tree, noisy_nodes, eps_f)
         est = fin.ahp_finalize(partition, sums)
-        params["level_weights"] = [round(float(w), 4) for w in weights]
+        params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
     else:
         sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen, discrete=discrete)
         if cfg.finalizer == "waf":

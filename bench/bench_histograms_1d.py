@@ -1,0 +1,97 @@
+"""1-D DP histograms (issue 17): the default (selected) algorithm vs the best per cell.
+
+Grid (:mod:`bench.hist_1d_grid`): the 7 reported DPBench 1-D files (ADULT, HEPTH, INCOME,
+MEDCOST, NETTRACE, PATENT, SEARCHLOGS; 4096 bins — the selection rule was fitted on the
+other 7 files), scales 1e4/1e5/1e6, ε ∈ {0.1, 1}, workloads identity / prefix / 2000
+random ranges, 5 trials (medians), seeds in :mod:`bench.hist_1d_grid`. Peers as the
+papers describe them: HB, Privelet, DAWA (GreedyH measurement), AHP (published merge
+rule), DPCube (``DPC``), MWEM, Identity. ``auto`` is the default release: 1 % of ε on a DP
+scale estimate, then the rule of :mod:`mechanisms.histograms.select` with 99 %.
+
+Figures per workload and ε: geo-mean over (data set, scale) of error(auto) / min over the
+peers, the worst such cell, how often each peer is the best, and the same geo-mean for
+"always DAWA" (the best single peer) for reference; every cell's median is in the JSON.
+Timings: one HDMM release (OPT₀ strategy search + measurement) and one DAWA release at
+4096 bins on the random-range workload (median of 3 for DAWA). ``--quick``: NETTRACE
+and INCOME, scales 1e4 and 1e6, 1 trial; HDMM timed at 1024 bins.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bench.hist_1d_grid import REPORT, load, run_grid, seq, workloads
+from mechanisms.histograms import hdmm
+from mechanisms.histograms.select import release_1d
+
+PEERS = ("HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "Identity")
+DEFAULT = "auto"
+
+
+def _timings(quick: bool) -> dict[str, float]:
+    shape = load("NETTRACE")
+    x = np.round(shape / shape.sum() * 1e5)
+    w = workloads(len(x))[2]
+    out = {}
+    n_h = 1024 if quick else 4096
+    xh = x.reshape(n_h, -1).sum(axis=1)
+    wh = workloads(n_h)[2]
+    hdmm._CACHE.clear()
+    t0 = time.perf_counter()
+    release_1d("HDMM", xh, 1.0, workload=(wh.lo, wh.hi), rng=seq(5))
+    out[f"hdmm_{n_h}_bins_s"] = round(time.perf_counter() - t0, 2)
+    secs = []
+    for r in range(3):
+        t0 = time.perf_counter()
+        release_1d("DAWA", x, 1.0, workload=(w.lo, w.hi), rng=seq(6, r))
+        secs.append(time.perf_counter() - t0)
+    out["dawa_4096_bins_s_median"] = round(float(np.median(secs)), 3)
+    out["dawa_4096_bins_s_first_incl_gram"] = round(secs[0], 3)
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    """The selected algorithm vs the best peer per cell, and the timings."""
+    datasets = ("NETTRACE", "INCOME") if quick else REPORT
+    scales = (10**4, 10**6) if quick else (10**4, 10**5, 10**6)
+    trials = 1 if quick else 5
+    errors, secs = run_grid(datasets, (*PEERS, DEFAULT), scales, (0.1, 1.0), trials)
+    table = {}
+    wins: dict[str, int] = dict.fromkeys(PEERS, 0)
+    worst_overall = 0.0
+    for wname in ("identity", "prefix", "random"):
+        for eps in (0.1, 1.0):
+            ratios = []
+            dawa = []
+            worst = (0.0, "")
+            for d in datasets:
+                for s in scales:
+                    peer = {a: errors[(d, s, eps, wname, a)] for a in PEERS}
+                    best = min(peer, key=peer.__getitem__)
+                    wins[best] += 1
+                    r = errors[(d, s, eps, wname, DEFAULT)] / peer[best]
+                    ratios.append(r)
+                    dawa.append(peer["DAWA"] / peer[best])
+                    if r > worst[0]:
+                        worst = (r, f"{d} scale {s:g} (best {best})")
+            gm = float(np.exp(np.mean(np.log(ratios))))
+            worst_overall = max(worst_overall, worst[0])
+            table[f"{wname} eps={eps:g}"] = {
+                "geo_mean_auto_vs_best": round(gm, 3),
+                "worst_cell": round(worst[0], 3),
+                "worst_where": worst[1],
+                "cells_over_1.2": int(sum(r > 1.2 for r in ratios)),
+                "geo_mean_dawa_always_vs_best": round(float(np.exp(np.mean(np.log(dawa)))), 3),
+            }
+    out = {
+        "table": table,
+        "worst_cell_overall": round(worst_overall, 3),
+        "best_peer_counts": wins,
+        "seconds_per_algorithm": {a: round(v, 1) for a, v in secs.items()},
+        "grid": {"datasets": list(datasets), "scales": list(scales), "trials": trials},
+        "cells": {"|".join(map(str, k)): v for k, v in errors.items()},
+    }
+    out.update(_timings(quick))
+    return out

@@ -1,0 +1,79 @@
+"""The DPBench 1-D grid shared by the selection-rule derivation and ``bench hist_1d``.
+
+Cell = (data set, scale, ε, workload). Data: the DPBench 1-D shape resampled to
+``scale`` records (seed (0, data set index, scale, trial)); workloads identity, prefix
+and 2000 random ranges with uniform endpoints (seed (0, 77)); noise seed
+(1, data set index, scale, round(100ε), trial, workload index, algorithm index).
+Error: DPBench's ‖Wx − Wx̂‖₂/(q·scale), median over the trials.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from mechanisms.histograms import evaluation as ev
+from mechanisms.histograms.select import WORKLOAD_AWARE, release_1d
+from research.histogram import DPBENCH_1D, dpbench_dir, load_array
+
+#: reported data sets (issue 17) and the held-out ones the selection rule is fitted on
+REPORT = ("ADULT", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "SEARCHLOGS")
+TRAIN = ("BIDS", "BIDS-FJ", "BIDS-FM", "MDSALARY", "MDSALARY-FA", "LC-REQ-ALL", "LC-DTIR-ALL")
+
+
+def seq(*k: int) -> np.random.Generator:
+    """A generator keyed by integers."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(k))))
+
+
+def workloads(n: int) -> list[ev.Workload]:
+    """identity, prefix and 2000 random ranges."""
+    r = seq(0, 77)
+    a, b = r.integers(0, n, 2000), r.integers(0, n, 2000)
+    rand = ev.Workload("random", n, np.minimum(a, b), np.maximum(a, b) + 1)
+    return [ev.identity_workload(n), ev.prefix_workload(n), rand]
+
+
+def load(name: str) -> np.ndarray:
+    """A DPBench 1-D shape."""
+    d = dpbench_dir()
+    if d is None:
+        raise FileNotFoundError("DPBench folder not found (set OCCUSTREAM_DPBENCH)")
+    return load_array(d / DPBENCH_1D[name]).ravel()
+
+
+def run_grid(
+    datasets: tuple[str, ...],
+    algorithms: tuple[str, ...],
+    scales: tuple[int, ...],
+    epsilons: tuple[float, ...],
+    trials: int,
+    progress: bool = False,
+) -> tuple[dict[tuple, float], dict[str, float]]:
+    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm."""
+    out: dict[tuple, float] = {}
+    secs = dict.fromkeys(algorithms, 0.0)
+    for di, d in enumerate(datasets):
+        shape = load(d)
+        wls = workloads(len(shape))
+        for scale in scales:
+            xs = [ev.resample(shape, scale, rng=seq(0, di, scale, t)) for t in range(trials)]
+            for eps in epsilons:
+                for ai, a in enumerate(algorithms):
+                    errs = np.zeros((len(wls), trials))
+                    t0 = time.perf_counter()
+                    for t, x in enumerate(xs):
+                        est = None
+                        for wi, w in enumerate(wls):
+                            if est is None or a in WORKLOAD_AWARE:
+                                rng = seq(1, di, scale, round(100 * eps), t, wi, ai)
+                                est = release_1d(a, x, eps, workload=(w.lo, w.hi), rng=rng)
+                            errs[wi, t] = ev.scaled_error(x, est, w)
+                    secs[a] += time.perf_counter() - t0
+                    for wi, w in enumerate(wls):
+                        out[(d, scale, eps, w.name, a)] = float(np.median(errs[wi]))
+                if progress:
+                    print(f"  {d} scale {scale:g} ε {eps:g} done", file=sys.stderr, flush=True)
+    return out, secs

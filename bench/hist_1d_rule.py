@@ -1,0 +1,85 @@
+"""Derive :data:`mechanisms.histograms.select.RULE` from held-out DPBench data sets.
+
+``python -m bench.hist_1d_rule`` runs the candidates on the TRAIN data sets of
+:mod:`bench.hist_1d_grid` (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
+LC-DTIR-ALL — none of them is reported), scales 1e3 … 1e7, ε ∈ {0.1, 1}, 2 trials, and
+for every workload kind and signal level ``log10(ε·scale/n)`` picks the candidate with
+the smallest geo-mean ratio to the per-cell best (ties → the simpler algorithm).
+Adjacent levels with the same winner are merged into one threshold at the midpoint.
+Writes bench/results/hist_1d/rule.json and prints the RULE literal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from bench.hist_1d_grid import TRAIN, run_grid
+
+CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "GreedyH")
+SCALES = (10**3, 10**4, 10**5, 10**6, 10**7)
+EPSILONS = (0.1, 1.0)
+KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
+OUT = Path(__file__).parent / "results" / "hist_1d"
+
+
+def derive(errors: dict[tuple, float], n: int = 4096) -> dict[str, list]:
+    """Per kind: [(log10 snr, winner, {alg: geo-mean ratio})] sorted by snr."""
+    rule: dict[str, list] = {}
+    for wname, kind in KIND.items():
+        levels: dict[float, list[dict[str, float]]] = {}
+        for (d, scale, eps, w, _), _v in errors.items():
+            if w != wname:
+                continue
+            lvl = round(math.log10(eps * scale / n), 3)
+            cell = {a: errors[(d, scale, eps, w, a)] for a in CANDIDATES}
+            best = min(cell.values())
+            if cell not in levels.setdefault(lvl, []):
+                levels[lvl].append({a: v / best for a, v in cell.items()})
+        rows = []
+        for lvl in sorted(levels):
+            gm = {
+                a: float(np.exp(np.mean([np.log(c[a]) for c in levels[lvl]]))) for a in CANDIDATES
+            }
+            winner = min(CANDIDATES, key=lambda a: (round(gm[a], 3), CANDIDATES.index(a)))
+            rows.append((lvl, winner, {a: round(g, 3) for a, g in gm.items()}))
+        rule[kind] = rows
+    return rule
+
+
+def as_thresholds(rule: dict[str, list]) -> dict[str, list[tuple[float, str]]]:
+    """Merge adjacent equal winners; thresholds at midpoints; last bound = inf."""
+    out = {}
+    for kind, rows in rule.items():
+        th: list[tuple[float, str]] = []
+        for i, (lvl, win, _) in enumerate(rows):
+            nxt = rows[i + 1][0] if i + 1 < len(rows) else math.inf
+            bound = (lvl + nxt) / 2 if math.isfinite(nxt) else math.inf
+            if th and th[-1][1] == win:
+                th[-1] = (bound, win)
+            else:
+                th.append((bound, win))
+        out[kind] = th
+    return out
+
+
+def main() -> None:
+    """Run the training grid, write the rule and print it."""
+    errors, secs = run_grid(TRAIN, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True)
+    rule = derive(errors)
+    th = as_thresholds(rule)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "rule.json").write_text(
+        json.dumps({"levels": rule, "thresholds": th, "seconds": secs}, indent=1) + "\n"
+    )
+    for kind, rows in rule.items():
+        for lvl, win, gm in rows:
+            print(kind, lvl, win, gm)
+    print("RULE =", json.dumps(th))
+
+
+if __name__ == "__main__":
+    main()
