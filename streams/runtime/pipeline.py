@@ -97,7 +97,8 @@ class Pipeline:
                         events_in=self.presence.events_in, ticks_out=occ.ticks_out,
                         last_tick=occ.last_tick, watermarks=self.presence.watermarks(),
                         lag=lag_of(consumer, offsets) if consumer is not None else {},
-                        dlq=self.presence.dlq_totals(), latency=occ.latency)
+                        dlq=self.presence.dlq_totals(), latency=occ.latency,
+                        privacy=occ.privacy_status())
         try:
             await self.sink.write_health(self.s.app_id, self.worker_id, h)
         except Exception:  # noqa: BLE001

@@ -81,7 +81,8 @@ def test_hpegasus_meta_publishes_the_tree_height(redis_url: str, redis_client: A
     from streams.settings import load_settings
 
     site = load_site("dbh")
-    s = load_settings(env={"OCCUSTREAM_SECRET": "x" * 32, "OCCUSTREAM_MECHANISMS": "hpegasus"})
+    s = load_settings(env={"OCCUSTREAM_SECRET": "x" * 32, "OCCUSTREAM_MECHANISMS": "hpegasus",
+                           "OCCUSTREAM_PRIVACY_UNIT": "event"})
     metas = {m: Releaser(s.release_config(), site).meta(m) for m in ("hpegasus",)}
 
     async def write() -> None:
