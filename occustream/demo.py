@@ -127,6 +127,10 @@ def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
     tells the two apart (``alerts.firecode`` ``window``: ``tick`` or ``hour``).
     """
     tick = float(a["tick"])
+    if a.get("uncertainty"):  # device-day: one reading at the hour's last tick
+        when = f"{time.strftime('%a %H:%M', time.gmtime(tick + tick_s))} hourly reading"
+        return (f"   ! {when}: {names.get(a['location'], a['location'])} over capacity "
+                f"{a['capacity']} ({a['algorithm']}, β={a['beta']}; {a['uncertainty']})")
     if a.get("window") == "hour":
         end = tick + tick_s  # the hour's last tick closes it
         when = (f"{time.strftime('%a %H:%M', time.gmtime(end - 3600))}–"

@@ -285,6 +285,8 @@ class Releaser:
                            n_locations=len(self.locations), sensitivity=sens,
                            note=f"whole day charged at its first tick (day {day})")
             if len(b.records) > n:
+                log.info("device-day: day %d charged: %s ρ=%.6g (%s)", day, name, rho,
+                         "restored day" if saved else "no saved day")
                 new.append(rec.to_dict())
         mine = [r.to_dict() for r in b.records if r.scope.endswith(
             tuple(f"/day:{day}/{share}" for _, share, _, _ in self._day_charges()))]
