@@ -222,11 +222,12 @@ class CacheWriter:
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
                 queue_baselines(tx, mech, _baseline_update(
                     self.locations, slot, _day_index(tick), rel.values, cur))
+        released = {rel.mechanism for rel in out.releases}
         for rec in out.ledger:
             mech = rec["mechanism"]
             if done.get(mech, False):
                 continue
-            if mech.startswith("mide-"):
+            if mech not in released and mech != "mide":  # mide-hour, device-day alerts
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
             queue_ledger(tx, rec, day)
         if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"

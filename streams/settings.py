@@ -157,8 +157,11 @@ class Settings:
             device_day=self.device_day, epsilon_day=self.epsilon_day, delta=self.delta)
 
     def epsilon_of(self, mech: str) -> float:
-        """ε per tick of an event-level release mechanism (0 for the TTL chain, which has
-        no formal guarantee, and for device-day mechanisms, charged per day instead)."""
+        """ε per tick of an event-level release mechanism.
+
+        0 for the TTL chain (no formal guarantee) and for device-day mechanisms
+        (charged per day instead, :meth:`day_plan`).
+        """
         if not has_guarantee(mech) or is_device_day(mech):
             return 0.0
         return self.release_params(mech).epsilon

@@ -328,7 +328,7 @@
     $("budget").innerHTML = dd
       ? `<dl class="budget" data-unit="device-day"><dt>Unit</dt><dd>${esc(p.unit_text)}</dd>
          <dt>ε<sub>day</sub></dt><dd id="eps-day">${num(p.epsilon_day, 2)}</dd>
-         <dt>δ</dt><dd id="delta">${esc(String(p.delta))}</dd>
+         <dt>δ</dt><dd id="delta">${esc(Number(p.delta).toExponential(0))}</dd>
          <dt>ε spent today</dt><dd id="eps-spent">${num(p.epsilon_spent_today, 3)}</dd>
          <dt>projected for the day</dt><dd id="eps-proj">${num(p.epsilon_projected_day, 3)}</dd>
          <dt>releases</dt><dd>${esc((p.releases || []).join(", "))}</dd></dl>`
@@ -341,6 +341,12 @@
     $("privacy").hidden = false;
     const led = await api("/api/ledger");
     renderBudget(led.status);
+    const dd = (led.device_day || []).filter((r) => r.day >= ((led.device_day.slice(-1)[0] || {}).day || ""));
+    if (dd.length) {
+      let t = `<div class="scroll"><table class="ledger dd"><thead><tr><th>Day</th><th>Device-day release</th><th>ρ (zCDP)</th><th>ε at δ</th></tr></thead><tbody>`;
+      for (const r of dd) t += `<tr data-release="${esc(r.release)}"${r.total ? ' class="total"' : ""}><td>${esc(r.day.slice(5))}</td><td>${esc(r.total ? "Total (ρ added, converted)" : r.release)}</td><td class="num">${num(r.rho, 4)}</td><td class="num">${num(r.epsilon, 2)}</td></tr>`;
+      $("budget").insertAdjacentHTML("beforeend", t + "</tbody></table></div>");
+    }
     const days = [...new Set(led.rows.map((r) => r.day))].slice(-2);
     const rows = led.rows.filter((r) => days.includes(r.day));
     let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick) per mechanism; all mechanisms release the same data, so the total row adds them (TTL excluded: no formal guarantee).</p>

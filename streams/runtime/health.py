@@ -27,8 +27,11 @@ def health_line(*, worker: str, started: float, events_in: int, ticks_out: int,
                 last_tick: float | None, watermarks: dict[int, float | None],
                 lag: dict[str, int], dlq: dict[str, int],
                 latency: list[float], privacy: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The health document of one worker (``privacy``: unit, ε_day, δ, spent today,
-    the day's projection — public figures of the release stage)."""
+    """The health document of one worker.
+
+    ``privacy``: unit, ε_day, δ, spent today and the day's projection (public figures
+    of the release stage).
+    """
     up = time.monotonic() - started
     h: dict[str, Any] = {
         "worker": worker,
