@@ -101,3 +101,21 @@ def test_event_level_unit_is_labelled_and_never_called_protected() -> None:
     assert out.privacy["unit"] == "event" and out.privacy["within_cap"] is False
     assert out.privacy["epsilon_projected_day"] == pytest.approx(
         out.privacy["epsilon_tick"] * 288)
+
+
+def test_health_line_and_metrics_carry_the_day_figures() -> None:
+    import time as _time
+
+    from streams.runtime.health import health_line, prometheus_text
+
+    s = load_settings(None, ENV)
+    site = load_site("dbh")
+    out, _ = Releaser(s.release_config(), site).run(T0, [3] * len(site.capacities), [], {})
+    h = health_line(worker="w", started=_time.monotonic(), events_in=0, ticks_out=1,
+                    last_tick=T0, watermarks={}, lag={}, dlq={}, latency=[],
+                    privacy=out.privacy)
+    pv = h["privacy"]
+    assert pv["unit"] == "device-day" and pv["epsilon_day"] == 4.0 and pv["delta"] == 1e-6
+    assert 0 < pv["epsilon_spent_today"] <= pv["epsilon_projected_day"] <= 4.0
+    text = prometheus_text(h)
+    assert f"occustream_privacy_epsilon_spent_today {pv['epsilon_spent_today']}" in text
