@@ -288,6 +288,14 @@ class ReadModel:
                     f"δ = {st.get('delta'):g}" if ok else
                     f"device-day ε {st.get('epsilon_projected_day'):.3g} > cap "
                     f"{st.get('epsilon_day'):g} (δ = {st.get('delta'):g})")
+        elif str(st.get("unit", "")).startswith("window:"):
+            ok = bool(st.get("within_cap"))
+            w = st["unit"].split(":", 1)[1]
+            head = (f"privacy-protected: ε ≤ {st.get('epsilon_day'):g} over any {w} "
+                    f"consecutive ticks (w-event); a device present all day: ε "
+                    f"{st.get('epsilon_projected_day'):g}" if ok else
+                    f"w-event ε {st.get('epsilon_window'):g} over {w} ticks > cap "
+                    f"{st.get('epsilon_day'):g}")
         else:
             ok = False
             head = (f"event-level privacy only: ε {st.get('epsilon_tick'):g} per device per "

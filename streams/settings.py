@@ -154,7 +154,8 @@ class Settings:
             mide_algorithm=self.mide_algorithm, mide_beta=self.mide_beta,
             mide_alpha=self.mide_alpha, mide_epsilon_max=self.mide_epsilon_max,
             mide_hourly=self.mide_hourly, capacity_factor=self.capacity_factor,
-            device_day=self.device_day, epsilon_day=self.epsilon_day, delta=self.delta)
+            device_day=self.device_day, epsilon_day=self.epsilon_day, delta=self.delta,
+            window_ticks=self.window_ticks or 0)
 
     def epsilon_of(self, mech: str) -> float:
         """ε per tick of an event-level release mechanism.

@@ -75,6 +75,7 @@ class ReleaseConfig:
     device_day: bool = False
     epsilon_day: float = 4.0
     delta: float = 1e-6
+    window_ticks: int = 0
 
 
 @dataclass
@@ -334,6 +335,14 @@ class Releaser:
         per_tick = sum(c.epsilon for c in self._costs.values())
         if self._mide is not None:
             per_tick += self._mide_cost
+        w = s.window_ticks
+        if w:  # w-event: any W consecutive ticks of every release together
+            return {"unit": f"window:{w}", "unit_text": f"any {w} consecutive ticks (w-event)",
+                    "epsilon_window": round(per_tick * w, 6), "epsilon_day": s.epsilon_day,
+                    "epsilon_tick": round(per_tick, 6), "delta": 0.0, "day": int(day),
+                    "epsilon_projected_day": round(per_tick * self._tpd, 6),
+                    "within_cap": per_tick * w <= s.epsilon_day * (1 + 1e-9),
+                    "releases": list(self._mechs) + (["mide"] if self._mide else [])}
         return {"unit": "event", "unit_text": UNIT_OF_PRIVACY,
                 "epsilon_tick": round(per_tick, 6), "delta": 0.0, "day": int(day),
                 "epsilon_projected_day": round(per_tick * self._tpd, 6),

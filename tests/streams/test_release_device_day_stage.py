@@ -119,3 +119,14 @@ def test_health_line_and_metrics_carry_the_day_figures() -> None:
     assert 0 < pv["epsilon_spent_today"] <= pv["epsilon_projected_day"] <= 4.0
     text = prometheus_text(h)
     assert f"occustream_privacy_epsilon_spent_today {pv['epsilon_spent_today']}" in text
+
+
+def test_window_unit_is_labelled_with_its_window_bound() -> None:
+    s = load_settings(None, {**ENV, "OCCUSTREAM_PRIVACY_UNIT": "window:12",
+                             "OCCUSTREAM_MECHANISMS": "laplace",
+                             "OCCUSTREAM_LAPLACE_EPSILON": "0.25", "OCCUSTREAM_MIDE": "0"})
+    site = load_site("dbh")
+    out, _ = Releaser(s.release_config(), site).run(T0, [1] * len(site.capacities), [], {})
+    p = out.privacy
+    assert p["unit"] == "window:12" and p["epsilon_window"] == pytest.approx(3.0)
+    assert p["within_cap"] and p["epsilon_projected_day"] == pytest.approx(72.0)
