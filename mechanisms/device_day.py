@@ -82,6 +82,7 @@ __all__ = [
     "DeviceDayState",
     "alert_alpha",
     "initialize",
+    "state_size",
     "threshold_alerts",
     "update",
 ]
@@ -274,6 +275,11 @@ class DeviceDayRelease:
     hour: np.ndarray | None
     noisy: np.ndarray
     record: LedgerRecord | None = None
+
+
+def state_size(n_nodes: int) -> int:
+    """Bytes of :meth:`DeviceDayState.to_bytes` for ``n_nodes`` nodes."""
+    return _HEADER.size + 16 * int(n_nodes)
 
 
 def initialize(plan: consistency.TreePlan, config: DeviceDayConfig) -> DeviceDayState:

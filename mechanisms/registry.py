@@ -333,32 +333,52 @@ class DeviceDayStream(_Base):
                     sensitivity=float(np.sqrt(cfg.max_ticks_per_device)))
 
     def noise_scale(self) -> float | None:
-        # rooms (the values per location): σ of the leaves' noise before least squares
-        return float(self.sigmas[-1])
+        # rooms: σ of a 15-minute mean of the leaves' noise, before least squares
+        return float(self.sigmas[-1] / np.sqrt(self.config.quarter_ticks))
 
     def meta(self) -> dict[str, Any]:
         cfg = self.config
         return {**super().meta(), "noise": "discrete Gaussian",
                 "noise_scale": self.noise_scale(),
                 "noise_sigma_levels": [float(x) for x in self.sigmas],
+                "values": "mean of the last complete 15-minute window, consistent, ≥ 0",
                 "levels": self.tree.height, "epsilon_day": cfg.epsilon_day,
                 "delta": cfg.delta, "heatmap_share": cfg.heatmap_share,
                 "max_ticks_per_device": cfg.max_ticks_per_device}
 
     def update(self, state: bytes | None, counts: np.ndarray, *,
                rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        """Release one tick; the published values are the last complete 15-minute mean.
+
+        The live view is the consistent, non-negative mean of the last complete
+        15-minute window (updated every 15 minutes, σ/√3 per value: the design's live
+        view, docs/device-day.md); the 5-minute values are noisier (σ per tick) and are
+        not published. Before the first window of a worker's life completes, the tick's
+        own consistent values are published. State: the device-day state, then the
+        last window's values (float64 per node).
+        """
         if tick is None:
             raise InvalidParameterError("device-day needs the tick index, not None")
         tree, cfg = self.tree, self.config
-        st = (device_day.DeviceDayState.from_bytes(state) if state
-              else device_day.initialize(tree.plan, cfg))
+        n_nodes = tree.n_nodes
+        last = None
+        if state:
+            core = device_day.state_size(n_nodes)
+            if len(state) == core + 8 * n_nodes:
+                last = np.frombuffer(state[core:], "<f8").astype(float)
+            st = device_day.DeviceDayState.from_bytes(state[:core])
+        else:
+            st = device_day.initialize(tree.plan, cfg)
         # the release stage charged the day's ρ before this call (budget=None)
         st, rel = device_day.update(st, tree.aggregate(np.asarray(counts, dtype=np.int64)),
                                     tree.plan, cfg, tick=int(tick), budget=None, rng=rng)
-        v = np.asarray(rel.live, dtype=float)
+        if rel.quarter is not None:
+            last = np.asarray(rel.quarter, dtype=float)
+        v = last if last is not None else np.asarray(rel.live, dtype=float)
         n = len(counts)
-        extra = {str(tree.names[i]): float(v[i]) for i in range(n, tree.n_nodes)}
-        return Step(v[:n], st.to_bytes(), extra)
+        extra = {str(tree.names[i]): float(v[i]) for i in range(n, n_nodes)}
+        blob = st.to_bytes() + (np.asarray(last, "<f8").tobytes() if last is not None else b"")
+        return Step(v[:n], blob, extra)
 
 
 class TtlCounts(_Base):

@@ -130,3 +130,20 @@ def test_window_unit_is_labelled_with_its_window_bound() -> None:
     p = out.privacy
     assert p["unit"] == "window:12" and p["epsilon_window"] == pytest.approx(3.0)
     assert p["within_cap"] and p["epsilon_projected_day"] == pytest.approx(72.0)
+
+
+def test_published_values_are_the_last_complete_quarter_hour_mean() -> None:
+    """Values change only when a 15-minute window completes, and then they are its mean."""
+    s = load_settings(None, {**ENV, "OCCUSTREAM_MIDE": "0"})
+    site = load_site("dbh")
+    rng = np.random.default_rng(9)
+    start = 20_000 * DAY + 8 * 3600
+    ticks = [start + 300 * i for i in range(9)]
+    counts = rng.integers(0, 60, (9, len(site.capacities)))
+    outs = _run(Releaser(s.release_config(), site), ticks, counts, {})
+    vals = [o.releases[0].values for o in outs]
+    assert vals[2] != vals[1] and vals[3] == vals[2] == vals[4] and vals[5] != vals[4]
+    # the quarter's mean tracks the quarter's mean count far better than one tick's σ
+    q = counts[3:6].mean(axis=0)
+    err = np.abs(np.asarray(vals[5]) - q).mean()
+    assert err < 0.8 * 73.8 * np.sqrt(2 / np.pi)  # a live tick's room MAE ≈ 58.9
