@@ -310,6 +310,11 @@ async def ack(request: web.Request) -> web.Response:
                               "acknowledged": await rm.acknowledge(alert_id, "admin")})
 
 
+async def privacy(request: web.Request) -> web.Response:
+    """The unit of privacy, ε_day and δ, spent today, the projection and the header text."""
+    return web.json_response(await request.app[RM].privacy_status())
+
+
 async def ledger(request: web.Request) -> web.Response:
     """The privacy ledger view (admin)."""
     _admin(request)
@@ -431,6 +436,7 @@ def create_app(
     r.add_get("/api/alerts", alerts)
     r.add_post("/api/alerts/{alert_id}/ack", ack)
     r.add_get("/api/ledger", ledger)
+    r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
     r.add_static("/static", STATIC, append_version=True)
     return app

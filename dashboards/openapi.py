@@ -135,6 +135,12 @@ def _spec(server_url: str) -> dict[str, Any]:
                 "summary": "privacy ledger: ε per mechanism and day, device-day loss (admin)",
                 "responses": {"200": _ok({"type": "object", "required": ["unit", "rows"]}),
                               "401": _ERR, "403": _ERR}}},
+            "/api/privacy": {"get": {
+                "summary": "unit of privacy, ε_day and δ, ε spent today and the day's "
+                           "projection; the header text",
+                "responses": {"200": _ok({"type": "object",
+                                          "required": ["unit", "protected", "headline"]}),
+                              "401": _ERR}}},
             "/api/events": {"get": {
                 "summary": "Server-Sent Events: `tick` (a snapshot) and `alert`",
                 "parameters": [_MECH],

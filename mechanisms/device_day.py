@@ -75,11 +75,15 @@ from mechanisms.laplace import as_counts
 from mechanisms.noise import resolve_rng
 
 __all__ = [
+    "AlertDecision",
     "ContributionBounder",
     "DeviceDayConfig",
     "DeviceDayRelease",
     "DeviceDayState",
+    "alert_alpha",
     "initialize",
+    "state_size",
+    "threshold_alerts",
     "update",
 ]
 
@@ -273,6 +277,11 @@ class DeviceDayRelease:
     record: LedgerRecord | None = None
 
 
+def state_size(n_nodes: int) -> int:
+    """Bytes of :meth:`DeviceDayState.to_bytes` for ``n_nodes`` nodes."""
+    return _HEADER.size + 16 * int(n_nodes)
+
+
 def initialize(plan: consistency.TreePlan, config: DeviceDayConfig) -> DeviceDayState:
     """Empty state for the nodes of ``plan`` (checks the level weights fit the tree)."""
     config.sigmas(len(plan.levels) + 1)
@@ -294,7 +303,7 @@ def update(
     config: DeviceDayConfig,
     *,
     tick: int,
-    budget: DayBudget,
+    budget: DayBudget | None,
     rng: np.random.Generator | None = None,
 ) -> tuple[DeviceDayState, DeviceDayRelease]:
     """Release one tick for every node (charges the whole day at its first tick).
@@ -308,6 +317,9 @@ def update(
         tick: absolute tick index (time // tick length), increasing; its day is
             ``tick // ticks_per_day``.
         budget: the device-day budget; the day's ρ is charged here, before noise.
+            None: the caller has already charged this day's ρ (``spent_rho``) to its
+            own :class:`DayBudget` before calling (the release stage does, once per
+            day, replay-safe by release id); nothing is charged here then.
         rng: generator for this tick, e.g. ``keyed_rng(secret, "device-day", tick,
             "all")``; None → the project's CSPRNG-seeded generator.
 
@@ -332,7 +344,7 @@ def update(
     sig = config.sigmas(height)[plan.depth]
     day, tod = divmod(t, config.ticks_per_day)
     record = None
-    if state.day != day:
+    if state.day != day and budget is not None:
         record = budget.charge(
             day=day,
             share="heatmap",
@@ -419,3 +431,83 @@ class ContributionBounder:
                 self._used[dev] = used + 1
                 out[li] += 1
         return out
+
+
+@dataclass(frozen=True)
+class AlertDecision:
+    """Fire-code decisions of one hour (public).
+
+    Attributes:
+        positive: per location, whether the alert fires.
+        noisy: the noisy counts the decisions read.
+        sigma: σ of the noise.
+        alpha: uncertainty width (people): an alert may be raised for a room up to
+            ``alpha`` below its threshold with probability above β (beyond it: ≤ β).
+        shift: how far below the threshold the noisy count must reach (z_{1−β}·σ).
+    """
+
+    positive: np.ndarray
+    noisy: np.ndarray
+    sigma: float
+    alpha: float
+    shift: float
+
+
+def _z(beta: float) -> float:
+    from scipy.stats import norm
+
+    if not 0 < beta < 0.5:
+        raise InvalidParameterError(f"beta must be in (0, 0.5), not {beta!r}")
+    return float(norm.isf(beta))
+
+
+def alert_alpha(sigma: float, beta: float) -> float:
+    """α = 2·z_{1−β}·σ: the gap below the threshold beyond which P[false alarm] ≤ β.
+
+    With a decision ``c + Z ≥ T − z_{1−β}σ`` (Z ~ N(0, σ²), see :func:`threshold_alerts`),
+    a room at c ≤ T − α fires only when Z ≥ z_{1−β}σ, probability ≤ β; between T − α and
+    T the alert may be raised (at T − α/2 it fires half the time). The discrete Gaussian
+    has tails no heavier than the continuous one at integer points (CKS 2020 Prop. 25,
+    sub-Gaussian with the same σ), so the bound is kept.
+    """
+    return 2.0 * _z(beta) * check_positive("sigma", sigma)
+
+
+def threshold_alerts(
+    counts: np.ndarray | list[int],
+    thresholds: np.ndarray | list[float],
+    sigma: float,
+    beta: float,
+    *,
+    rng: np.random.Generator | None = None,
+) -> AlertDecision:
+    """Gaussian-noise fire-code test per location with FNR ≤ β (NOISE DRAWING).
+
+    The one-sided test of docs/device-day.md: release y = c + N_ℤ(0, σ²) and fire when
+    y ≥ T − z_{1−β}σ. A room at or above its threshold (c ≥ T) is missed only when
+    Z < −z_{1−β}σ, probability ≤ β (the discrete Gaussian is sub-Gaussian with
+    parameter σ: P[Z ≤ −t] ≤ e^{−t²/2σ²}; the exact tail at z_{1−β}σ is checked by
+    ``tests/mechanisms/test_device_day_alerts.py``). Each location's reading is one
+    discrete Gaussian draw: with one reading per room per hour and one location per
+    device per tick, a device-day has L2² ≤ 24 over the day's readings, so the day costs
+    ρ = 24/(2σ²) (``DeviceDayConfig.alert_sigma`` is set from the alert share); the
+    caller charges that ρ before the first draw of the day. The decisions are
+    post-processing of y.
+
+    Args:
+        counts: true counts per location at the hour's reading.
+        thresholds: public thresholds (capacity × factor).
+        sigma: σ of the noise.
+        beta: false-negative-rate bound, in (0, 0.5).
+        rng: generator (keyed for replay safety); None → the CSPRNG-seeded generator.
+    """
+    c = as_counts(np.asarray(counts), "counts")
+    t = np.asarray(thresholds, dtype=float)
+    if t.shape != c.shape:
+        raise InvalidParameterError(f"thresholds must have shape {c.shape}, not {t.shape}")
+    z = _z(beta)
+    s = check_positive("sigma", sigma)
+    y = c + discrete_gaussian(s, size=c.shape, rng=resolve_rng(rng))
+    shift = z * s
+    return AlertDecision(positive=y >= t - shift, noisy=y, sigma=s, alpha=2 * shift,
+                         shift=shift)

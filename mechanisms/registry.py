@@ -25,8 +25,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from mechanisms import hierarchical, pegasus, pegasus_post
-from mechanisms.accounting import UNIT_OF_PRIVACY, Budget
+from mechanisms import device_day, hierarchical, pegasus, pegasus_post
+from mechanisms.accounting import DEVICE_DAY_UNIT, UNIT_OF_PRIVACY, Budget
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.laplace import laplace_release
 from mechanisms.pseudonym import TTL_GUARANTEE
@@ -49,6 +49,11 @@ class Cost:
         sampler: the sampler of the values that leave the system.
         guarantee: the guarantee shipped, in words.
         note: free text for the ledger.
+        day_rho: for device-day mechanisms, the ρ (zCDP) of the whole day's releases,
+            charged once per day to a :class:`~mechanisms.accounting.DayBudget` at the
+            day's first tick (0: an event-level mechanism charged per release).
+        day_share: the :class:`~mechanisms.accounting.DayBudget` share it is charged to.
+        sensitivity: L2 sensitivity per device-day under the contribution bound (ledger).
     """
 
     budget: Budget
@@ -58,6 +63,9 @@ class Cost:
     sampler: str = "discrete-laplace (exact)"
     guarantee: str = "pure ε-DP"
     note: str = ""
+    day_rho: float = 0.0
+    day_share: str = ""
+    sensitivity: float = 1.0
 
     @property
     def epsilon(self) -> float:
@@ -75,12 +83,28 @@ class ReleaseParams:
         paths: the site's hierarchy (building, floor, location) per location, for
             hierarchical mechanisms.
         ttl_s: salt lifetime of the TTL chain.
+        epsilon_day: ε per device-day of every default release together (device-day
+            mechanisms; their share of it is fixed by :class:`~mechanisms.device_day.
+            DeviceDayConfig`).
+        delta: δ per device-day.
+        ticks_per_day: ticks in a day (86 400 / tick length).
     """
 
     epsilon: float = 1.0
     smoother: str = "average"
     paths: tuple[tuple[str, ...], ...] = ()
     ttl_s: float = 1800.0
+    epsilon_day: float = 4.0
+    delta: float = 1e-6
+    ticks_per_day: int = 288
+
+    def device_day_config(self) -> device_day.DeviceDayConfig:
+        """The device-day design for these parameters (budget shares, σ per level)."""
+        tpd = int(self.ticks_per_day)
+        return device_day.DeviceDayConfig(
+            epsilon_day=self.epsilon_day, delta=self.delta, ticks_per_day=tpd,
+            max_ticks_per_device=tpd, hour_ticks=max(tpd // 24, 1),
+            quarter_ticks=max(tpd // 96, 1))
 
 
 @dataclass(frozen=True)
@@ -268,6 +292,95 @@ class HierarchicalPegasusStream(_Base):
         return Step(v[:n], st.to_bytes(), extra)
 
 
+class DeviceDayStream(_Base):
+    """Device-day heatmap (:mod:`mechanisms.device_day`; design and figures docs/device-day.md).
+
+    Unit: one device's whole day. Every tick, every node of the building → floor →
+    room tree gets exact discrete Gaussian noise (σ per level from the heatmap's share of
+    the day's ρ), then weighted least squares and non-negativity (free). Its cost is
+    the whole day's ρ (``Cost.day_rho``, share ``heatmap``), which the release stage
+    charges to its :class:`~mechanisms.accounting.DayBudget` once, at the day's first
+    tick, before any noise (a device may reach its B ticks early in the day).
+    """
+
+    name = "device-day"
+    description = "device-day heatmap: discrete Gaussian per level + least squares"
+    unit = DEVICE_DAY_UNIT
+    noise_note = "discrete Gaussian noise (σ per level), made consistent"
+    day_share = "heatmap"
+
+    def __init__(self, params: ReleaseParams) -> None:
+        super().__init__(params)
+        if not params.paths:
+            raise InvalidParameterError("device-day needs the site's hierarchy (paths), not ()")
+        self.tree = hierarchical.tree_from_paths(params.paths)
+        self.config = params.device_day_config()
+        self.sigmas = self.config.sigmas(self.tree.height)
+
+    def cost(self, n_locations: int) -> Cost:
+        cfg, h = self.config, self.tree.height
+        rho = cfg.spent_rho(h)
+        from mechanisms.accounting import zcdp_to_epsilon
+
+        return Cost(Budget(zcdp_to_epsilon(rho, cfg.delta), cfg.delta),
+                    composition="zCDP per device-day", parts=(rho,),
+                    n_values=self.tree.n_nodes, sampler="discrete-gaussian (exact)",
+                    guarantee=f"ρ={rho:.4g}-zCDP per device-day",
+                    note=(f"whole day charged at its first tick: B={cfg.max_ticks_per_device} "
+                          f"ticks per device, σ per level "
+                          f"{np.round(self.sigmas, 2).tolist()} (building, floor, room)"),
+                    day_rho=rho, day_share=self.day_share,
+                    sensitivity=float(np.sqrt(cfg.max_ticks_per_device)))
+
+    def noise_scale(self) -> float | None:
+        # rooms: σ of a 15-minute mean of the leaves' noise, before least squares
+        return float(self.sigmas[-1] / np.sqrt(self.config.quarter_ticks))
+
+    def meta(self) -> dict[str, Any]:
+        cfg = self.config
+        return {**super().meta(), "noise": "discrete Gaussian",
+                "noise_scale": self.noise_scale(),
+                "noise_sigma_levels": [float(x) for x in self.sigmas],
+                "values": "mean of the last complete 15-minute window, consistent, ≥ 0",
+                "levels": self.tree.height, "epsilon_day": cfg.epsilon_day,
+                "delta": cfg.delta, "heatmap_share": cfg.heatmap_share,
+                "max_ticks_per_device": cfg.max_ticks_per_device}
+
+    def update(self, state: bytes | None, counts: np.ndarray, *,
+               rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
+        """Release one tick; the published values are the last complete 15-minute mean.
+
+        The live view is the consistent, non-negative mean of the last complete
+        15-minute window (updated every 15 minutes, σ/√3 per value: the design's live
+        view, docs/device-day.md); the 5-minute values are noisier (σ per tick) and are
+        not published. Before the first window of a worker's life completes, the tick's
+        own consistent values are published. State: the device-day state, then the
+        last window's values (float64 per node).
+        """
+        if tick is None:
+            raise InvalidParameterError("device-day needs the tick index, not None")
+        tree, cfg = self.tree, self.config
+        n_nodes = tree.n_nodes
+        last = None
+        if state:
+            core = device_day.state_size(n_nodes)
+            if len(state) == core + 8 * n_nodes:
+                last = np.frombuffer(state[core:], "<f8").astype(float)
+            st = device_day.DeviceDayState.from_bytes(state[:core])
+        else:
+            st = device_day.initialize(tree.plan, cfg)
+        # the release stage charged the day's ρ before this call (budget=None)
+        st, rel = device_day.update(st, tree.aggregate(np.asarray(counts, dtype=np.int64)),
+                                    tree.plan, cfg, tick=int(tick), budget=None, rng=rng)
+        if rel.quarter is not None:
+            last = np.asarray(rel.quarter, dtype=float)
+        v = last if last is not None else np.asarray(rel.live, dtype=float)
+        n = len(counts)
+        extra = {str(tree.names[i]): float(v[i]) for i in range(n, n_nodes)}
+        blob = st.to_bytes() + (np.asarray(last, "<f8").tobytes() if last is not None else b"")
+        return Step(v[:n], blob, extra)
+
+
 class TtlCounts(_Base):
     """Counts of TTL-salt pseudonyms (thesis §4.2.2): no noise, **no formal guarantee**."""
 
@@ -297,8 +410,8 @@ class TtlCounts(_Base):
 #: name → mechanism class.
 REGISTRY: dict[str, type[_Base]] = {
     cls.name: cls
-    for cls in (LaplaceStream, PegasusStream, HierarchicalPegasusStream, PegasusPostStream,
-                TtlCounts)
+    for cls in (DeviceDayStream, LaplaceStream, PegasusStream, HierarchicalPegasusStream,
+                PegasusPostStream, TtlCounts)
 }
 
 #: Release mechanisms the pipeline knows (name → what it is).
@@ -314,9 +427,27 @@ def build(name: str, params: ReleaseParams) -> StreamMechanism:
     cls = REGISTRY.get(name)
     if cls is None:
         raise InvalidParameterError(f"mechanism must be one of {sorted(REGISTRY)}, not {name!r}")
-    if cls.reads == COUNTS:
+    if cls.reads == COUNTS and not is_device_day(name):
         check_positive(f"{name} epsilon", params.epsilon)
     return cls(params)  # type: ignore[return-value]
+
+
+def is_device_day(name: str) -> bool:
+    """Whether a mechanism's unit of privacy is the device-day (charged per day, not tick)."""
+    cls = REGISTRY.get(name)
+    return cls is not None and cls.unit == DEVICE_DAY_UNIT
+
+
+#: The units of privacy a deployment can be configured with (``privacy_unit``); a third,
+#: ``window:W`` (w-event privacy), is parsed by the settings.
+UNIT_DEVICE_DAY = "device-day"
+UNIT_EVENT = "event"
+
+#: Per unit of privacy: the default release mechanisms (one heatmap under device-day).
+DEFAULT_MECHANISMS: dict[str, tuple[str, ...]] = {
+    UNIT_DEVICE_DAY: ("device-day",),
+    UNIT_EVENT: ("laplace", "pegasus", "hpegasus", "ttl"),
+}
 
 
 def has_guarantee(name: str) -> bool:
@@ -404,6 +535,7 @@ def _positive(meta: Mapping[str, Any], *keys: str) -> float | None:
 Factory = Callable[[ReleaseParams], StreamMechanism]
 __all__: Sequence[str] = [
     "COUNTS", "MECHANISMS", "REGISTRY", "TTL_COUNTS", "Cost", "Factory", "ReleaseParams",
-    "Step", "StreamMechanism", "build", "display_order", "has_guarantee", "lookup",
+    "DEFAULT_MECHANISMS", "Step", "StreamMechanism", "build", "display_order",
+    "UNIT_DEVICE_DAY", "UNIT_EVENT", "has_guarantee", "is_device_day", "lookup",
     "noise_scale_from_meta", "reads_ttl_counts", "without_guarantee",
 ]

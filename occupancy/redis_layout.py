@@ -37,6 +37,8 @@ LEDGER_STREAM = "ledger:releases"
 EXPOST_STREAM = "ledger:expost"
 EVAL_PREFIX = "eval:true"
 ALERTS_ACKS = "alerts:acks"
+#: the worker's public privacy status: unit, ε_day, δ, spent today, the day's projection
+PRIVACY_STATUS = "privacy:status"
 
 
 def latest(mech: str) -> str:

@@ -127,6 +127,10 @@ def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
     tells the two apart (``alerts.firecode`` ``window``: ``tick`` or ``hour``).
     """
     tick = float(a["tick"])
+    if a.get("uncertainty"):  # device-day: one reading at the hour's last tick
+        when = f"{time.strftime('%a %H:%M', time.gmtime(tick + tick_s))} hourly reading"
+        return (f"   ! {when}: {names.get(a['location'], a['location'])} over capacity "
+                f"{a['capacity']} ({a['algorithm']}, β={a['beta']}; {a['uncertainty']})")
     if a.get("window") == "hour":
         end = tick + tick_s  # the hour's last tick closes it
         when = (f"{time.strftime('%a %H:%M', time.gmtime(end - 3600))}–"
@@ -216,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
             if dash_url:
                 for role, token in tokens.items():
                     print(f"  dashboard ({role}) {dash_url}#token={token}")
+            if s.device_day:
+                plan = s.day_plan()
+                print(f"  privacy device-day (a device's whole day): ε_day {s.epsilon_day:g}, "
+                      f"δ {s.delta:g}; releases "
+                      f"{', '.join(r['release'] for r in plan['releases'])}; projected ε "
+                      f"{plan['projected_epsilon']:.2f} per device-day")
+            else:
+                print(f"  privacy EVENT-LEVEL only: ε {s.epsilon_per_tick():g} per tick; a device "
+                      f"present all day loses ε {s.epsilon_per_day():.1f}")
             print(f"  logs   {log_dir}")
             print("  Ctrl-C to stop\n", flush=True)
             r = redis.Redis.from_url(env["REDIS_URL"])

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.accounting import DEVICE_DAY_UNIT, zcdp_to_epsilon
 from mechanisms.errors import InvalidParameterError
-from mechanisms.registry import display_order, without_guarantee
+from mechanisms.registry import UNIT_DEVICE_DAY, display_order, without_guarantee
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
 from occupancy.heatmap import colour_class
@@ -27,6 +28,8 @@ from readmodel.uncertainty import NO_GUARANTEE, interval, noise_scale
 
 #: Alert fields that may be shown to anyone; everything else (e.g. an ex-post ε) is dropped.
 PUBLIC_ALERT_FIELDS = ("tick", "location", "capacity", "algorithm", "beta")
+#: public when present: the uncertainty width of device-day alerts (data independent)
+OPTIONAL_ALERT_FIELDS = ("alpha", "uncertainty", "window")
 DEFAULT_TICK_S = 300.0
 #: A baseline needs released values from at least this many days to colour a cell.
 MIN_BASELINE_N = 2
@@ -56,6 +59,7 @@ def public_alert(alert_id: str, raw: Any) -> dict[str, Any]:
     doc = _loads(raw)
     doc = doc if isinstance(doc, dict) else {}
     out: dict[str, Any] = {k: doc.get(k) for k in PUBLIC_ALERT_FIELDS}
+    out.update({k: doc[k] for k in OPTIONAL_ALERT_FIELDS if k in doc and "alpha" in doc})
     out["id"] = alert_id
     return out
 
@@ -266,6 +270,38 @@ class ReadModel:
         await self.client.hsetnx(rl.ALERTS_ACKS, alert_id, json.dumps(ack))
         return _loads(await self.client.hget(rl.ALERTS_ACKS, alert_id))
 
+    # -- privacy status (public) ----------------------------------------------------------
+    async def privacy_status(self) -> dict[str, Any]:
+        """The worker's public privacy figures and the header text.
+
+        ``protected`` is True only when the configured unit's bound for the day is
+        within the configured cap (device-day: the projected ε of the day ≤ ε_day at δ);
+        otherwise ``headline`` says what the guarantee is.
+        """
+        st = _loads(await self.client.get(rl.PRIVACY_STATUS))
+        if not isinstance(st, dict):
+            return {"unit": None, "protected": False,
+                    "headline": "privacy status not yet published by a worker"}
+        if st.get("unit") == UNIT_DEVICE_DAY:
+            ok = bool(st.get("within_cap"))
+            head = (f"privacy-protected: device-day ε ≤ {st.get('epsilon_day'):g}, "
+                    f"δ = {st.get('delta'):g}" if ok else
+                    f"device-day ε {st.get('epsilon_projected_day'):.3g} > cap "
+                    f"{st.get('epsilon_day'):g} (δ = {st.get('delta'):g})")
+        elif str(st.get("unit", "")).startswith("window:"):
+            ok = bool(st.get("within_cap"))
+            w = st["unit"].split(":", 1)[1]
+            head = (f"privacy-protected: ε ≤ {st.get('epsilon_day'):g} over any {w} "
+                    f"consecutive ticks (w-event); a device present all day: ε "
+                    f"{st.get('epsilon_projected_day'):g}" if ok else
+                    f"w-event ε {st.get('epsilon_window'):g} over {w} ticks > cap "
+                    f"{st.get('epsilon_day'):g}")
+        else:
+            ok = False
+            head = (f"event-level privacy only: ε {st.get('epsilon_tick'):g} per device per "
+                    f"tick; a device present all day: ε {st.get('epsilon_projected_day'):g}")
+        return {**st, "protected": ok, "headline": head}
+
     # -- privacy ledger (admin only) -----------------------------------------------------
     async def ledger(self) -> dict[str, Any]:
         """ε spent per mechanism and day, and the per-device-day cumulative loss.
@@ -293,6 +329,7 @@ class ReadModel:
         per_tick: dict[tuple[str, float], dict[str, float]] = defaultdict(
             lambda: defaultdict(float))
         idx_ticks: set[tuple[str, float]] = set()
+        dd: dict[tuple[str, str], dict[str, Any]] = {}
         last = "-"
         while True:
             rows = await self.client.xrange(rl.LEDGER_STREAM, min=last, count=5000)
@@ -304,6 +341,9 @@ class ReadModel:
                 if not isinstance(rec, dict):
                     continue
                 mech = str(rec.get("mechanism") or rec.get("mech") or "?")
+                if rec.get("unit") == DEVICE_DAY_UNIT:  # zCDP per day: composed below
+                    dd[(day_of(float(rec.get("tick") or 0)), mech)] = rec
+                    continue
                 try:
                     tick = float(rec.get("tick"))
                     eps = float(rec.get("epsilon"))
@@ -356,4 +396,29 @@ class ReadModel:
                 "guarantee": "ε-DP event-level; sequential composition across mechanisms "
                              "and ticks present (TTL excluded: no formal guarantee)",
             })
-        return {"unit": "event-level (one device, one tick)", "rows": rows_out}
+        return {"unit": "event-level (one device, one tick)", "rows": rows_out,
+                "device_day": _device_day_rows(dd), "status": await self.privacy_status()}
+
+
+def _device_day_rows(dd: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per day: each device-day release (ρ, ε alone) and the day's total (ρ added, converted).
+
+    zCDP composes by adding ρ (Bun & Steinke 2016 Lemma 2.3); the day's ε at δ is the
+    dp-accounting conversion (:func:`mechanisms.accounting.zcdp_to_epsilon`).
+    """
+    out: list[dict[str, Any]] = []
+    for day in sorted({d for d, _ in dd}):
+        recs = [(m, r) for (d, m), r in sorted(dd.items()) if d == day]
+        rho = 0.0
+        delta = 0.0
+        for m, r in recs:
+            parts = r.get("parts") or [0.0]
+            rho += float(parts[0])
+            delta = float(r.get("delta") or 0.0)
+            out.append({"day": day, "release": m, "total": False, "rho": float(parts[0]),
+                        "epsilon": round(float(r.get("epsilon", 0.0)), 6), "delta": delta,
+                        "guarantee": r.get("guarantee", "")})
+        out.append({"day": day, "release": "total", "total": True, "rho": rho,
+                    "epsilon": round(zcdp_to_epsilon(rho, delta), 6) if rho and delta else None,
+                    "delta": delta, "guarantee": "zCDP (ρ added), converted by dp-accounting"})
+    return out

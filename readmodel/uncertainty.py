@@ -81,5 +81,13 @@ def interval(
     scale, note = noise_scale(mech, meta)
     if scale is None:
         return Interval(None, None, level, note)
-    half = laplace_halfwidth(scale, level)
+    if str(meta.get("noise", "")).lower() == "discrete gaussian":
+        # device-day: normal quantile × σ of the room's own noise before least squares
+        # (which only shrinks the variance; the discrete Gaussian's variance is ≤ σ²,
+        # CKS 2020 Prop. 19); non-negativity can shift values near 0
+        from scipy.stats import norm
+
+        half = float(norm.ppf((1 + level) / 2)) * scale
+    else:
+        half = laplace_halfwidth(scale, level)
     return Interval(value - half, value + half, level, note)

@@ -174,7 +174,9 @@ class CacheWriter:
         """
         from redis.exceptions import WatchError
 
-        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"})
+        # device-day releases have a ledger record at the day's first tick only
+        ledger_mechs = sorted({r["mechanism"] for r in out.ledger} | {"mide"}
+                              | {rel.mechanism for rel in out.releases})
         await self._migrate_done(ledger_mechs)
         watched = ([rl.release_done(m) for m in ledger_mechs]
                    + sorted({rl.baseline(rel.mechanism) for rel in out.releases}))
@@ -220,20 +222,25 @@ class CacheWriter:
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
                 queue_baselines(tx, mech, _baseline_update(
                     self.locations, slot, _day_index(tick), rel.values, cur))
+        released = {rel.mechanism for rel in out.releases}
         for rec in out.ledger:
             mech = rec["mechanism"]
             if done.get(mech, False):
                 continue
-            if mech.startswith("mide-"):
+            if mech not in released and mech != "mide":  # mide-hour, device-day alerts
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
             queue_ledger(tx, rec, day)
-        if not done["mide"] and any(r["mechanism"] == "mide" for r in out.ledger):
+        if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"
+                                                   for r in out.ledger)):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
                 queue_alert(tx, {**alert, "tick": tj})
         if self.eval_mode and true_counts is not None:
             for loc, v in zip(self.locations, true_counts, strict=False):
                 tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
+        privacy = getattr(out, "privacy", None)
+        if privacy:  # public figures only: unit, ε_day, δ, spent today, projection
+            tx.set(rl.PRIVACY_STATUS, json.dumps(privacy, sort_keys=True))
         for m in ledger_mechs:
             tx.zremrangebyscore(rl.release_done(m), "-inf", f"({tick - self.retention_s}")
         for mech in mechs:

@@ -33,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import redis
 
+from mechanisms.accounting import Accountant, Budget, LedgerRecord
 from mechanisms.errors import (
     ConfigError,
     InvalidParameterError,
+    ServiceError,
     check_positive,
     check_probability,
 )
@@ -49,6 +52,12 @@ from mechanisms.histograms.kdtree import (
 )
 from mechanisms.histograms.select import NEW_1D, auto_release, release_1d
 from mechanisms.histograms.select2d import release_2d
+from occupancy import redis_layout as rl
+from occupancy.buildings import load_site
+from occupancy.oracle import occupancy_oracle
+from readmodel.writer import queue_histogram, queue_ledger
+from research.report import Report, new_figure
+from simulator.cli import HelpFormatter  # shows the defaults the help text omits
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +164,6 @@ def load_occupancy_jsonl(
     Returns:
         (cube, location ids, day).
     """
-    from occupancy.buildings import load_site
-    from occupancy.oracle import occupancy_oracle
-
     s = load_site(site)
     p = Path(path)
     if not p.is_file():
@@ -195,60 +201,47 @@ def load_dataset(spec: str, data_dir: Path | None) -> tuple[str, np.ndarray]:
 # --- release --------------------------------------------------------------------------
 
 
-def _ledger_record(
-    algorithm: str,
-    day: str,
-    epsilon: float,
-    sensitivity: float,
-    n_slots: int,
-    n_values: int,
-    shares: dict[str, float],
-    sampler: str,
-) -> dict[str, Any]:
-    """The ledger entry of one histogram release (:class:`mechanisms.accounting.LedgerRecord`).
+def _charge_day(url: str | None, day: str, algorithm: str, epsilon: float,
+                sensitivity: float, n_slots: int, n_values: int, sampler: str,
+                cap: float | None) -> LedgerRecord:
+    """Charge one histogram release to the day's accountant — before any noise is drawn.
 
-    Public content only (no counts). The histogram covers every slot of the day once,
-    so each (device, slot) event is protected at ε; a device present in all
-    ``n_slots`` slots is protected at ``n_slots·ε/Δ`` (sequential composition).
+    The day's earlier spending (the read model's ``ledger:spent:{day}``) is charged first,
+    so with ``cap`` a release that would exceed it is refused with
+    :class:`~mechanisms.errors.BudgetExhaustedError` (requested and remaining). The
+    returned :class:`~mechanisms.accounting.LedgerRecord` is the accountant's. The
+    histogram covers every slot of the day once, so each (device, slot) event is
+    protected at ε; a device present in all ``n_slots`` slots at ``n_slots·ε/Δ``
+    (sequential composition).
     """
-    from mechanisms.accounting import UNIT_OF_PRIVACY, LedgerRecord
-
+    spent = 0.0
+    if url:
+        spent = sum(float(v) for v in _redis(url).hgetall(rl.ledger_spent(day)).values())
+    total = cap if cap is not None else spent + epsilon
+    acct = Accountant(Budget(max(total, spent)), name="histogram").scope(day)
+    if spent:
+        acct.spend(spent, mechanism="earlier releases of the day")
     device_day = epsilon * n_slots / sensitivity
-    rec = LedgerRecord(
-        mechanism=f"histogram:{algorithm}",
-        tick=None,
-        epsilon=epsilon,
-        scope=f"histogram/{day}",
-        unit=UNIT_OF_PRIVACY,
-        composition="sequential",
-        parts=tuple(round(epsilon * g, 12) for g in shares.values()),
-        n_locations=n_values,
-        sensitivity=sensitivity,
-        sampler=sampler,
-        guarantee=f"pure ε-DP per (device, slot); ≤ {device_day:g}-DP per device-day",
-        note="parts: " + ", ".join(f"{k}={v:g}" for k, v in shares.items()),
-    )
+    return acct.spend(
+        epsilon, mechanism=f"histogram:{algorithm}", n_locations=n_values,
+        sensitivity=sensitivity, sampler=sampler,
+        guarantee=f"pure ε-DP per (device, slot); ≤ {device_day:g}-DP per device-day")
+
+
+def _ledger_doc(rec: LedgerRecord, algorithm: str, day: str, n_slots: int,
+                shares: dict[str, float]) -> dict[str, Any]:
+    """The charged record as published, with the chosen algorithm and its budget parts.
+
+    Public content only (no counts); the parts are configuration (shares of ε), not data.
+    """
+    rec = replace(rec, mechanism=f"histogram:{algorithm}",
+                  parts=tuple(round(rec.epsilon * g, 12) for g in shares.values()),
+                  note="parts: " + ", ".join(f"{k}={v:g}" for k, v in shares.items()))
+    device_day = rec.epsilon * n_slots / rec.sensitivity
     return {**rec.to_dict(), "ts": time.time(), "day": day, "device_day_epsilon": device_day}
 
 
-def _check_daily_cap(url: str | None, day: str, epsilon: float, cap: float | None) -> None:
-    """Refuse (before any noise is drawn) a release that would exceed the day's ε cap."""
-    if cap is None:
-        return
-    from mechanisms.errors import BudgetExhaustedError
-
-    spent = 0.0
-    if url:
-        from occupancy import redis_layout as rl
-
-        spent = sum(float(v) for v in _redis(url).hgetall(rl.ledger_spent(day)).values())
-    if spent + epsilon > cap + 1e-12:
-        raise BudgetExhaustedError(epsilon, max(cap - spent, 0.0), f"histogram/{day}")
-
-
 def _redis(url: str) -> Any:
-    import redis
-
     return redis.Redis.from_url(url)
 
 
@@ -262,12 +255,15 @@ def _release(args: argparse.Namespace) -> int:
     else:
         cube = load_array(args.input)
         day = day or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-    _check_daily_cap(args.redis_url, day, eps, args.daily_cap)
+    integer = bool(np.array_equal(cube, np.round(cube)))
+    discrete = integer and not args.continuous
+    n_slots = cube.shape[-1] if cube.ndim == 2 else 1
+    sampler = "discrete-laplace (exact)" if discrete else "continuous laplace (float)"
+    charged = _charge_day(args.redis_url, day, args.algorithm, eps, sens, n_slots,
+                          int(cube.size), sampler, args.daily_cap)
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     if args.seed is not None:
         log.warning("--seed makes the noise reproducible: for tests only, never publish it")
-    integer = bool(np.array_equal(cube, np.round(cube)))
-    discrete = integer and not args.continuous
     eff = eps / sens  # noise scales Δ/ε: run with ε/Δ at sensitivity 1
     algo = args.algorithm
     if algo in MULTI_D:
@@ -294,9 +290,7 @@ def _release(args: argparse.Namespace) -> int:
         rel = run_config(cfg, cube, eff, gamma_in=args.gamma_in, rng=rng, discrete=discrete)
         est, n_bins = rel.estimate, rel.n_bins
         shares = {k: rel.params[k] for k in ("gamma_in", "gamma_p", "gamma_f")}
-    n_slots = cube.shape[-1] if cube.ndim == 2 else 1
-    sampler = "discrete-laplace (exact)" if discrete else "continuous laplace (float)"
-    ledger = _ledger_record(algo, day, eps, sens, n_slots, int(cube.size), shares, sampler)
+    ledger = _ledger_doc(charged, algo, day, n_slots, shares)
     out = {
         "algorithm": algo,
         "day": day,
@@ -353,16 +347,11 @@ def _release_1d(
 
 
 def _to_redis(url: str, day: str, algo: str, text: str, ledger: dict[str, Any]) -> None:
-    import redis
-
-    from mechanisms.errors import ServiceError
-    from occupancy import redis_layout as rl
-
+    """Write the release and its ledger record through the read model's one writer."""
     try:
         pipe = _redis(url).pipeline()
-        pipe.set(rl.histogram(day, algo), text)
-        pipe.xadd(rl.LEDGER_STREAM, {"data": json.dumps(ledger)})
-        pipe.hincrbyfloat(rl.ledger_spent(day), ledger["mechanism"], ledger["epsilon"])
+        queue_histogram(pipe, day, algo, text)
+        queue_ledger(pipe, ledger, day)
         pipe.execute()
     except redis.RedisError as exc:
         raise ServiceError(f"cannot write to Redis at {url}: {exc}") from exc
@@ -410,7 +399,6 @@ def _plot(
 ) -> Any:
     from matplotlib import colormaps
 
-    from research.report import new_figure
 
     ncol = min(4, len(datasets))
     nrow = math.ceil(len(datasets) / ncol)
@@ -446,8 +434,6 @@ def _plot(
 
 def write_report(rows: list[ev.ResultRow], out_dir: Path, title: str, fmt_: str = "md") -> Path:
     """Tables (one per workload) + plots + results.json into ``out_dir``."""
-    from research.report import Report
-
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps([r.__dict__ for r in rows], indent=1) + "\n")
     datasets = list(dict.fromkeys(r.dataset for r in rows))
@@ -555,8 +541,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream histogram`` argument parser."""
-    from simulator.cli import HelpFormatter  # shows the defaults the help text omits
-
     p = argparse.ArgumentParser(
         prog="occustream histogram",
         description=__doc__,

@@ -43,12 +43,23 @@ from typing import Any
 from infra.secrets import load_secret
 from infra.urls import next_db_url, safe_url
 from mechanisms.errors import ConfigError, OccustreamError
-from mechanisms.registry import MECHANISMS, ReleaseParams, has_guarantee
+from mechanisms.registry import (
+    DEFAULT_MECHANISMS,
+    MECHANISMS,
+    UNIT_DEVICE_DAY,
+    UNIT_EVENT,
+    ReleaseParams,
+    has_guarantee,
+    is_device_day,
+)
 from streams.pipeline.release import ReleaseConfig
 
 log = logging.getLogger(__name__)
 
 MIDE_ALGORITHMS = ("tslm", "ppwlm", "dppwlm", "naive")
+
+#: Units of privacy a worker can run under (``window:W`` takes W ticks, e.g. ``window:12``).
+PRIVACY_UNITS = ("device-day", "event", "window:W")
 
 
 def epsilon_field(mech: str) -> str:
@@ -72,7 +83,10 @@ class Settings:
     lateness_s: float = 60.0
     max_future_s: float = 3600.0
     max_marker_jump_s: float = 2 * 86400.0
-    mechanisms: tuple[str, ...] = ("laplace", "pegasus", "hpegasus", "ttl")
+    privacy_unit: str = "device-day"
+    epsilon_day: float = 4.0
+    delta: float = 1e-6
+    mechanisms: tuple[str, ...] = DEFAULT_MECHANISMS["device-day"]
     laplace_epsilon: float = 1.0
     pegasus_epsilon: float = 1.0
     pegasus_smoother: str = "average"
@@ -113,11 +127,25 @@ class Settings:
         """Ticks in one day (for the per-day budget)."""
         return 86400.0 / self.tick_s
 
+    @property
+    def device_day(self) -> bool:
+        """Whether the unit of privacy is the device-day (the default)."""
+        return self.privacy_unit == UNIT_DEVICE_DAY
+
+    @property
+    def window_ticks(self) -> int | None:
+        """W of a ``window:W`` unit (w-event privacy), else None."""
+        if self.privacy_unit.startswith("window:"):
+            return int(self.privacy_unit.split(":", 1)[1])
+        return None
+
     def release_params(self, mech: str,
                        paths: tuple[tuple[str, ...], ...] = ()) -> ReleaseParams:
         """The public parameters of a release mechanism (``{mech}_epsilon`` and the rest)."""
         return ReleaseParams(epsilon=float(getattr(self, epsilon_field(mech), 0.0)),
-                             smoother=self.pegasus_smoother, paths=paths, ttl_s=self.ttl_s)
+                             smoother=self.pegasus_smoother, paths=paths, ttl_s=self.ttl_s,
+                             epsilon_day=self.epsilon_day, delta=self.delta,
+                             ticks_per_day=round(self.ticks_per_day))
 
     def release_config(self) -> ReleaseConfig:
         """The release stage's small config object."""
@@ -127,11 +155,57 @@ class Settings:
             budget_epsilon_tick=self.budget_epsilon_tick, mide=self.mide,
             mide_algorithm=self.mide_algorithm, mide_beta=self.mide_beta,
             mide_alpha=self.mide_alpha, mide_epsilon_max=self.mide_epsilon_max,
-            mide_hourly=self.mide_hourly, capacity_factor=self.capacity_factor)
+            mide_hourly=self.mide_hourly, capacity_factor=self.capacity_factor,
+            device_day=self.device_day, epsilon_day=self.epsilon_day, delta=self.delta,
+            window_ticks=self.window_ticks or 0)
 
     def epsilon_of(self, mech: str) -> float:
-        """ε per tick of a release mechanism (0 without a formal guarantee: the TTL chain)."""
-        return self.release_params(mech).epsilon if has_guarantee(mech) else 0.0
+        """ε per tick of an event-level release mechanism.
+
+        0 for the TTL chain (no formal guarantee) and for device-day mechanisms
+        (charged per day instead, :meth:`day_plan`).
+        """
+        if not has_guarantee(mech) or is_device_day(mech):
+            return 0.0
+        return self.release_params(mech).epsilon
+
+    def day_plan(self) -> dict[str, Any]:
+        """The day's privacy plan under the device-day unit (public figures).
+
+        Returns ``releases`` (name, share, ρ, ε alone), the projected ε of the day
+        (zCDP releases composed, converted by dp-accounting, plus the event-level
+        releases' ε over every tick of the day by basic composition), ε_day and δ.
+        """
+        from mechanisms.accounting import device_day_epsilon, zcdp_to_epsilon
+        from mechanisms.registry import build
+        from occupancy.buildings import load_site
+
+        cfg = self.release_params("device-day").device_day_config()
+        releases: list[dict[str, Any]] = []
+        paths = tuple(tuple(p) for p in load_site(self.site).hierarchy())
+        for m in self.mechanisms:
+            if is_device_day(m):
+                c = build(m, self.release_params(m, paths)).cost(1)
+                releases.append({"release": m, "share": c.day_share, "rho": c.day_rho,
+                                 "epsilon_alone": c.epsilon})
+        if self.mide:
+            rho = cfg.alert_share * cfg.rho_day
+            releases.append({"release": "alerts (fire code, per room per hour)",
+                             "share": "alerts", "rho": rho,
+                             "epsilon_alone": zcdp_to_epsilon(rho, self.delta)})
+        rho = sum(r["rho"] for r in releases)
+        event_eps = sum(self.epsilon_of(m) for m in self.mechanisms)
+        for m in self.mechanisms:
+            if self.epsilon_of(m) > 0:
+                releases.append({"release": m, "share": "event-level every tick", "rho": None,
+                                 "epsilon_alone": device_day_epsilon(
+                                     self.epsilon_of(m), round(self.ticks_per_day))})
+        total = (zcdp_to_epsilon(rho, self.delta) if rho > 0 else 0.0) + (
+            device_day_epsilon(event_eps, round(self.ticks_per_day)) if event_eps else 0.0)
+        return {"unit": "device-day", "epsilon_day": self.epsilon_day, "delta": self.delta,
+                "rho_day": cfg.rho_day, "rho": rho, "projected_epsilon": total,
+                "releases": releases,
+                "reserved": {"histogram": cfg.histogram_share}}
 
     def epsilon_per_tick(self) -> float:
         """ε of the costliest tick, by all configured DP releases (sequential composition).
@@ -139,7 +213,7 @@ class Settings:
         That is the tick closing an hour when hourly MIDE is on: it runs both MIDE queries.
         """
         total = sum(self.epsilon_of(m) for m in self.mechanisms)
-        if self.mide:
+        if self.mide and not self.device_day:  # device-day alerts: charged per day
             total += self.mide_epsilon_max * (2 if self.mide_hourly else 1)
         return total
 
@@ -148,10 +222,11 @@ class Settings:
         from mechanisms.accounting import device_day_epsilon
 
         every_tick = sum(self.epsilon_of(m) for m in self.mechanisms)
-        if self.mide:
+        mide = self.mide and not self.device_day  # device-day alerts: in day_plan()
+        if mide:
             every_tick += self.mide_epsilon_max
         total = device_day_epsilon(every_tick, round(self.ticks_per_day)) if every_tick else 0.0
-        if self.mide and self.mide_hourly:
+        if mide and self.mide_hourly:
             total += self.mide_epsilon_max * 24  # one hourly peak query per hour
         return total
 
@@ -187,7 +262,15 @@ HELP = {
     "max_future_s": "events further ahead of the clock go to the DLQ (far_future)",
     "max_marker_jump_s": "a watermark marker further ahead of its partition's clock goes to "
                          "the DLQ (marker_jump): bounds the ticks one marker can finalise",
-    "mechanisms": "comma-separated release mechanisms: " + ",".join(MECHANISMS),
+    "privacy_unit": "unit of privacy: device-day (default: a device's whole day), event "
+                    "(one device at one tick: thesis experiments) or window:W (any W "
+                    "consecutive ticks)",
+    "epsilon_day": "ε per unit (device-day: the whole day, every default release together; "
+                   "window:W: any W consecutive ticks)",
+    "delta": "δ per unit (device-day)",
+    "mechanisms": "comma-separated release mechanisms: " + ",".join(MECHANISMS)
+    + " (default: device-day under the device-day unit; laplace,pegasus,hpegasus,ttl "
+    "otherwise)",
     "laplace_epsilon": "ε per tick of the Laplace release",
     "pegasus_epsilon": "ε per tick of flat PeGaSus",
     "pegasus_smoother": "PeGaSus smoother: average, median or js",
@@ -332,6 +415,11 @@ def load_settings(
     if demo:
         values["demo"], sources["demo"] = True, "demo"
     coerced = {k: _coerce(k, v, sources[k]) for k, v in values.items()}
+    unit = str(coerced.get("privacy_unit", Settings.privacy_unit))
+    if "mechanisms" not in coerced:  # the unit's default releases
+        coerced["mechanisms"] = DEFAULT_MECHANISMS.get(
+            UNIT_DEVICE_DAY if unit == UNIT_DEVICE_DAY else UNIT_EVENT)
+        sources["mechanisms"] = f"default for privacy_unit {unit}"
     s = replace(Settings(), **coerced)
     validate(s, sources)  # every other value first: one line about the real mistake
     return replace(s, secret=_load_secret(s, env))
@@ -357,7 +445,15 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
         resolve_building_path(s.site)
     except OccustreamError as exc:
         raise ConfigError(f"site ({src.get('site', 'default')}): {exc}") from None
-    for name in ("tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
+    unit = s.privacy_unit
+    if unit not in (UNIT_DEVICE_DAY, UNIT_EVENT) and not (
+            unit.startswith("window:") and unit[7:].isdigit() and int(unit[7:]) >= 1):
+        raise ConfigError(f"privacy_unit ({src.get('privacy_unit', 'default')}) must be one "
+                          f"of {list(PRIVACY_UNITS)}, not {unit!r}")
+    if not 0 < s.delta < 1e-3:
+        raise ConfigError(f"delta ({src.get('delta', 'default')}) must be in (0, 1e-3), "
+                          f"not {s.delta!r}")
+    for name in ("epsilon_day", "tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
                  "mide_alpha", "mide_epsilon_max", "capacity_factor", "budget_epsilon_tick",
                  "retention_ticks", "batch_max", "batch_within_s", "session_timeout_s",
                  "heartbeat_s", "metrics_interval_s", "idle_s", "max_marker_jump_s"):
@@ -375,7 +471,14 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     if len(set(s.mechanisms)) != len(s.mechanisms):
         raise ConfigError(f"mechanisms: listed twice in {list(s.mechanisms)}")
     for m in s.mechanisms:
-        if has_guarantee(m) and not s.epsilon_of(m) > 0:
+        if is_device_day(m):
+            if not s.device_day:
+                raise ConfigError(f"mechanisms: {m} releases under the device-day unit; set "
+                                  f"privacy_unit device-day, not {s.privacy_unit!r}")
+            if not (86400 / s.tick_s).is_integer() or (86400 / s.tick_s) % 24:
+                raise ConfigError(f"tick_s ({s.tick_s:g}) must divide 3600 for the "
+                                  "device-day heatmap (hourly means)")
+        elif has_guarantee(m) and not s.epsilon_of(m) > 0:
             raise ConfigError(f"{epsilon_field(m)} must be > 0, not {s.epsilon_of(m)!r}")
     if s.ingest not in ("direct", "faust"):
         raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
@@ -407,7 +510,16 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
 def check_budget(s: Settings) -> None:
     """Refuse a configuration whose spending exceeds the configured budget.
 
-    Unit of privacy: event-level, one device at one tick. Every DP mechanism (and
+    Unit ``device-day`` (default): every configured release of the day together —
+    device-day mechanisms at their zCDP day cost, fire-code alerts at their reserved
+    share, event-level mechanisms at ε × ticks of the day — must fit ``epsilon_day`` at
+    ``delta`` (:meth:`Settings.day_plan`); otherwise a one-line
+    :class:`~mechanisms.errors.ConfigError` names the releases and the overshoot.
+    Unit ``window:W``: W ticks of every release must fit ``epsilon_day``. Then, for
+    every unit, the event-level checks below (they charge nothing for device-day
+    mechanisms).
+
+    Event-level, one device at one tick: Every DP mechanism (and
     MIDE, charged its worst case ε_max) releases every tick, so per tick the spending
     is the sum of their ε (sequential composition; locations are disjoint, so within a
     mechanism they compose in parallel). Hourly MIDE runs at the tick closing each hour
@@ -422,9 +534,30 @@ def check_budget(s: Settings) -> None:
     from mechanisms.accounting import Accountant, Budget
     from mechanisms.errors import BudgetExhaustedError
 
+    if s.device_day:
+        plan = s.day_plan()
+        if plan["projected_epsilon"] > s.epsilon_day * (1 + 1e-9):
+            parts = " + ".join(f"{r['release']} ε {r['epsilon_alone']:.4g}"
+                               for r in plan["releases"])
+            raise ConfigError(
+                f"device-day budget exceeded: {parts} → ε {plan['projected_epsilon']:.4g} per "
+                f"device-day > epsilon_day {s.epsilon_day:g} at delta {s.delta:g} (overshoot "
+                f"{plan['projected_epsilon'] - s.epsilon_day:.4g}); remove releases or set "
+                "privacy_unit event for event-level experiments")
+        acct_ok = [m for m in s.mechanisms if s.epsilon_of(m) > 0]
+        if not acct_ok:
+            return
+    w = s.window_ticks
+    if w is not None:
+        per_window = s.epsilon_per_tick() * w
+        if per_window > s.epsilon_day + 1e-9:
+            raise ConfigError(
+                f"window:{w} budget exceeded: {w} ticks × ε {s.epsilon_per_tick():g} per tick "
+                f"({', '.join(s.mechanisms)}{', mide' if s.mide else ''}) = {per_window:g} > "
+                f"epsilon_day {s.epsilon_day:g} (overshoot {per_window - s.epsilon_day:g})")
     acct = Accountant(Budget(s.budget_epsilon_tick), name=f"site:{s.site}")
     charges = [(m, s.epsilon_of(m)) for m in s.mechanisms if has_guarantee(m)]
-    if s.mide:
+    if s.mide and not s.device_day:
         charges.append((f"mide:{s.mide_algorithm}", s.mide_epsilon_max))
         if s.mide_hourly:  # the tick closing an hour also runs the hourly query
             charges.append((f"mide-hour:{s.mide_algorithm}", s.mide_epsilon_max))

@@ -293,7 +293,7 @@
       const li = document.createElement("li");
       li.dataset.alertId = a.id; li.className = a.acknowledged ? "acked" : "";
       li.innerHTML = `<span class="a-title">${esc(loc ? loc.name : a.location)} — over capacity${a.capacity ? " (" + a.capacity + ")" : ""}</span>
-        <span class="a-meta">${fmtTime(a.tick)} · ${esc(a.algorithm || "?")} · β = ${a.beta ?? "?"}${a.acknowledged ? " · acknowledged" : ""}</span>`;
+        <span class="a-meta">${fmtTime(a.tick)} · ${esc(a.algorithm || "?")} · β = ${a.beta ?? "?"}${a.uncertainty ? " · " + esc(a.uncertainty) : ""}${a.acknowledged ? " · acknowledged" : ""}</span>`;
       const btn = document.createElement("button"); btn.type = "button";
       btn.textContent = a.acknowledged ? "Done" : "Acknowledge";
       btn.disabled = !!a.acknowledged || state.role !== "admin";
@@ -314,10 +314,39 @@
   }
 
   // ---------- privacy ----------
+  async function renderPrivacyHead() {
+    const p = await api("/api/privacy");
+    const head = $("privacy-head");
+    head.textContent = "Live occupancy · " + p.headline;
+    head.dataset.protected = p.protected ? "1" : "0";
+    head.title = p.unit_text ? "unit of privacy: " + p.unit_text : "";
+    return p;
+  }
+  function renderBudget(p) {
+    if (!p || !p.unit) { $("budget").innerHTML = ""; return; }
+    const dd = p.unit === "device-day";
+    $("budget").innerHTML = dd
+      ? `<dl class="budget" data-unit="device-day"><dt>Unit</dt><dd>${esc(p.unit_text)}</dd>
+         <dt>ε<sub>day</sub></dt><dd id="eps-day">${num(p.epsilon_day, 2)}</dd>
+         <dt>δ</dt><dd id="delta">${esc(Number(p.delta).toExponential(0))}</dd>
+         <dt>ε spent today</dt><dd id="eps-spent">${num(p.epsilon_spent_today, 3)}</dd>
+         <dt>projected for the day</dt><dd id="eps-proj">${num(p.epsilon_projected_day, 3)}</dd>
+         <dt>releases</dt><dd>${esc((p.releases || []).join(", "))}</dd></dl>`
+      : `<dl class="budget" data-unit="event"><dt>Unit</dt><dd>${esc(p.unit_text)}</dd>
+         <dt>ε per tick</dt><dd>${num(p.epsilon_tick, 2)}</dd>
+         <dt>a device present all day</dt><dd>ε ${num(p.epsilon_projected_day, 1)}</dd></dl>`;
+  }
   async function renderLedger() {
     if (state.role !== "admin") return;
     $("privacy").hidden = false;
     const led = await api("/api/ledger");
+    renderBudget(led.status);
+    const dd = (led.device_day || []).filter((r) => r.day >= ((led.device_day.slice(-1)[0] || {}).day || ""));
+    if (dd.length) {
+      let t = `<div class="scroll"><table class="ledger dd"><thead><tr><th>Day</th><th>Device-day release</th><th>ρ (zCDP)</th><th>ε at δ</th></tr></thead><tbody>`;
+      for (const r of dd) t += `<tr data-release="${esc(r.release)}"${r.total ? ' class="total"' : ""}><td>${esc(r.day.slice(5))}</td><td>${esc(r.total ? "Total (ρ added, converted)" : r.release)}</td><td class="num">${num(r.rho, 4)}</td><td class="num">${num(r.epsilon, 2)}</td></tr>`;
+      $("budget").insertAdjacentHTML("beforeend", t + "</tbody></table></div>");
+    }
     const days = [...new Set(led.rows.map((r) => r.day))].slice(-2);
     const rows = led.rows.filter((r) => days.includes(r.day));
     let h = `<p class="muted">Unit: ${esc(led.unit)}. A person present k ticks of a day loses k × (ε per tick) per mechanism; all mechanisms release the same data, so the total row adds them (TTL excluded: no formal guarantee).</p>
@@ -449,6 +478,8 @@
     await loadAlerts();
     paint();
     connect();
+    renderPrivacyHead().catch((e) => console.error("privacy: " + e.message));
+    setInterval(() => renderPrivacyHead().catch(() => {}), 30000);
     renderLedger().catch((e) => console.error("ledger: " + e.message));
     // keep the mechanism list fresh while empty (first data arriving)
     setInterval(async () => { if (!state.mechs.length) { await refreshAll(); connect(); } }, 3000);

@@ -20,8 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms import mide, registry
-from mechanisms.accounting import Accountant, Budget, LedgerRecord, PredicateLedger
+from mechanisms import device_day, mide, registry
+from mechanisms.accounting import (
+    DEVICE_DAY_UNIT,
+    UNIT_OF_PRIVACY,
+    Accountant,
+    Budget,
+    DayBudget,
+    LedgerRecord,
+    PredicateLedger,
+    zcdp_to_epsilon,
+)
 from mechanisms.errors import ConfigError
 from mechanisms.mide.accounting import record_result
 from mechanisms.noise import keyed_rng
@@ -44,6 +53,11 @@ class ReleaseConfig:
         mechanisms: the configured release mechanisms with their public parameters.
         budget_epsilon_tick: the per-tick cap of the accountant (event-level).
         mide: whether fire-code alerts run; the MIDE fields below configure them.
+        device_day: unit of privacy is the device-day: device-day mechanisms and the
+            fire-code alerts are charged once per day to a :class:`DayBudget` of
+            (``epsilon_day``, ``delta``); alerts are the Gaussian threshold test
+            (:func:`mechanisms.device_day.threshold_alerts`, one reading per room per
+            hour, β = ``mide_beta``) instead of event-level MIDE.
     """
 
     secret: bytes = field(repr=False)
@@ -57,6 +71,10 @@ class ReleaseConfig:
     mide_epsilon_max: float = 1.0
     mide_hourly: bool = True
     capacity_factor: float = 1.0
+    device_day: bool = False
+    epsilon_day: float = 4.0
+    delta: float = 1e-6
+    window_ticks: int = 0
 
 
 @dataclass
@@ -86,6 +104,7 @@ class TickOutput:
     alerts: list[dict[str, Any]]
     ledger: list[dict[str, Any]]
     expost: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    privacy: dict[str, Any] = field(default_factory=dict)  # unit, ε_day, δ, spent, projection
 
 
 class Releaser:
@@ -114,9 +133,21 @@ class Releaser:
             for name, params in config.mechanisms
         }
         self._costs = {name: m.cost(len(self.locations)) for name, m in self._mechs.items()}
-        self._mide = mide if config.mide else None
         self._per_hour = max(int(round(3600 / config.tick_s)), 1)
+        self._tpd = max(int(round(86400 / config.tick_s)), 1)
         self._mide_cost = 0.0
+        self.day_budget: DayBudget | None = None
+        self._day_cfg: device_day.DeviceDayConfig | None = None
+        self._day_alerts = config.device_day and config.mide
+        self._mide = mide if config.mide and not config.device_day else None
+        if config.device_day:
+            self._day_cfg = registry.ReleaseParams(
+                epsilon_day=config.epsilon_day, delta=config.delta,
+                ticks_per_day=self._tpd).device_day_config()
+            self.day_budget = self._day_cfg.budget()
+        if any(c.day_rho > 0 for c in self._costs.values()) and self.day_budget is None:
+            raise ConfigError(f"{[n for n, c in self._costs.items() if c.day_rho > 0]} release "
+                              "under the device-day unit; set privacy_unit device-day")
         if self._mide is not None:
             self._mide_cost = self._check_mide()
         self.scope = f"site:{site.id}"
@@ -178,6 +209,9 @@ class Releaser:
         inputs = {registry.COUNTS: c, registry.TTL_COUNTS: ttl}
         acct = self.accountant()
         releases, ledger, new_states = [], [], {}
+        k = int(round(tick / self.s.tick_s))  # tick index; its day is k // ticks per day
+        day_records = self._charge_day(k // self._tpd, states, new_states)
+        ledger += day_records  # charged before any noise of the day is drawn
         for name, mech in self._mechs.items():
             data = inputs[mech.reads]
             if data is None or len(data) == 0:
@@ -186,15 +220,18 @@ class Releaser:
                             "tracking?); release skipped", tick, mech.reads, name)
                 continue
             cost = self._costs[name]
-            rec = self._charge(acct, name, tick, cost)
+            rec = None if cost.day_rho > 0 else self._charge(acct, name, tick, cost)
             step = mech.update(states.get(name), np.asarray(data, dtype=np.int64),
-                               rng=keyed_rng(self.s.secret, name, tick, "all"))
+                               rng=keyed_rng(self.s.secret, name, tick, "all"), tick=k)
             new_states[name] = step.state
             releases.append(Release(name, tick, [float(v) for v in step.values], cost.epsilon,
                                     {k: [float(v)] for k, v in step.extra.items()}))
-            ledger.append(rec)
+            if rec is not None:
+                ledger.append(rec)
         alerts: list[dict[str, Any]] = []
         expost: list[dict[str, Any]] = []
+        if self._day_alerts and (tick + self.s.tick_s) % 3600 == 0:  # the tick closing an hour
+            alerts = self._day_alert(c, tick)
         if self._mide is not None:
             # one predicate-wise ledger per tick: the tick's and the hour's MIDE queries
             # at this tick compose on the same atoms (Thm 5.2); other ticks are disjoint
@@ -210,7 +247,106 @@ class Releaser:
                     more, rec = self._alerts(peak, tick, "hour", preds, expost, acct)
                     alerts += more
                     ledger.append(rec)
-        return TickOutput(tick, releases, alerts, ledger, expost), new_states
+        return TickOutput(tick, releases, alerts, ledger, expost,
+                          self.privacy_status(k // self._tpd)), new_states
+
+    # ---- device-day ------------------------------------------------------------------
+    def _day_charges(self) -> list[tuple[str, str, float, float]]:
+        """(release, share, ρ, L2 sensitivity) charged once per day to the day budget."""
+        out = [(n, c.day_share, c.day_rho, c.sensitivity)
+               for n, c in self._costs.items() if c.day_rho > 0]
+        if self._day_alerts and self._day_cfg is not None:
+            cfg = self._day_cfg
+            out.append(("alerts", "alerts", cfg.alert_share * cfg.rho_day,
+                        float(np.sqrt(self._tpd // self._per_hour))))
+        return out
+
+    def _charge_day(self, day: int, states: dict[str, bytes | None],
+                    new_states: dict[str, bytes | None]) -> list[dict[str, Any]]:
+        """Charge the day's device-day releases at its first tick, exactly once.
+
+        The day budget's records of the day live in the occupancy checkpoint
+        (``day-budget``) and are restored first, so a tick replayed after a crash (or the
+        next tick after a restart) finds the day charged: same release id, nothing new.
+        A release id is (day, share, release, start of the day): whichever tick of the
+        day comes first charges it. Returns the ledger records charged now.
+        """
+        b = self.day_budget
+        if b is None:
+            return []
+        saved = states.get("day-budget")
+        if saved:
+            b.restore(LedgerRecord.from_dict(r) for r in json.loads(saved))
+        start = int(day * self._tpd * self.s.tick_s)  # the day's start, epoch s
+        new: list[dict[str, Any]] = []
+        for name, share, rho, sens in self._day_charges():
+            n = len(b.records)
+            rec = b.charge(day=day, share=share, mechanism=name, rho=rho, tick=start,
+                           n_locations=len(self.locations), sensitivity=sens,
+                           note=f"whole day charged at its first tick (day {day})")
+            if len(b.records) > n:
+                log.info("device-day: day %d charged: %s ρ=%.6g (%s)", day, name, rho,
+                         "restored day" if saved else "no saved day")
+                new.append(rec.to_dict())
+        mine = [r.to_dict() for r in b.records if r.scope.endswith(
+            tuple(f"/day:{day}/{share}" for _, share, _, _ in self._day_charges()))]
+        new_states["day-budget"] = json.dumps(mine, sort_keys=True).encode()
+        return new
+
+    def _day_alert(self, c: np.ndarray, tick: float) -> list[dict[str, Any]]:
+        """Fire-code alerts of the hour closing at ``tick`` under the day's alert share."""
+        cfg, s = self._day_cfg, self.s
+        charged = self.day_budget is not None and self.day_budget.spent_rho(
+            int(round(tick / s.tick_s)) // self._tpd, "alerts") > 0
+        if cfg is None or not charged:
+            raise ConfigError("alerts: the day's alert share was not charged before the "
+                              "draw (a bug)")
+        thresholds = self.capacities * s.capacity_factor
+        res = device_day.threshold_alerts(c, thresholds, cfg.alert_sigma, s.mide_beta,
+                                          rng=keyed_rng(s.secret, "alerts", tick, "all"))
+        return [
+            {"tick": tick, "location": self.locations[i],
+             "capacity": int(self.site.capacities[i]),
+             "algorithm": "gaussian-threshold", "beta": s.mide_beta, "window": "hour",
+             "alpha": round(res.alpha, 1), "sigma": round(res.sigma, 2),
+             "uncertainty": f"may be raised from {res.alpha:.0f} people below capacity",
+             "unit": DEVICE_DAY_UNIT}
+            for i in np.flatnonzero(res.positive)
+        ]
+
+    def day_projection(self) -> float:
+        """ε per device-day of every configured release (device-day unit), δ = ``delta``."""
+        rho = sum(r for _, _, r, _ in self._day_charges())
+        return zcdp_to_epsilon(rho, self.s.delta) if rho > 0 else 0.0
+
+    def privacy_status(self, day: int) -> dict[str, Any]:
+        """Public figures for the surfaces: unit, cap, spent today, the day's projection."""
+        s = self.s
+        if self.day_budget is not None:
+            spent = self.day_budget.spent(day).epsilon
+            proj = max(self.day_projection(), spent)
+            return {"unit": "device-day", "unit_text": DEVICE_DAY_UNIT,
+                    "epsilon_day": s.epsilon_day, "delta": s.delta, "day": int(day),
+                    "epsilon_spent_today": round(spent, 6),
+                    "epsilon_projected_day": round(proj, 6),
+                    "within_cap": proj <= s.epsilon_day * (1 + 1e-9),
+                    "releases": [n for n, _, _, _ in self._day_charges()]}
+        per_tick = sum(c.epsilon for c in self._costs.values())
+        if self._mide is not None:
+            per_tick += self._mide_cost
+        w = s.window_ticks
+        if w:  # w-event: any W consecutive ticks of every release together
+            return {"unit": f"window:{w}", "unit_text": f"any {w} consecutive ticks (w-event)",
+                    "epsilon_window": round(per_tick * w, 6), "epsilon_day": s.epsilon_day,
+                    "epsilon_tick": round(per_tick, 6), "delta": 0.0, "day": int(day),
+                    "epsilon_projected_day": round(per_tick * self._tpd, 6),
+                    "within_cap": per_tick * w <= s.epsilon_day * (1 + 1e-9),
+                    "releases": list(self._mechs) + (["mide"] if self._mide else [])}
+        return {"unit": "event", "unit_text": UNIT_OF_PRIVACY,
+                "epsilon_tick": round(per_tick, 6), "delta": 0.0, "day": int(day),
+                "epsilon_projected_day": round(per_tick * self._tpd, 6),
+                "within_cap": False,
+                "releases": list(self._mechs) + (["mide"] if self._mide else [])}
 
     def _charge(self, acct: Accountant, name: str, tick: float, cost: registry.Cost
                 ) -> dict[str, Any]:
@@ -233,7 +369,8 @@ class Releaser:
     @property
     def state_names(self) -> list[str]:
         """Names of the per-tick states the occupancy checkpoint must keep."""
-        return self.mechanisms + (["mide-hour"] if self._mide and self.s.mide_hourly else [])
+        return (self.mechanisms + (["mide-hour"] if self._mide and self.s.mide_hourly else [])
+                + (["day-budget"] if self.day_budget is not None else []))
 
     def _alerts(self, c: np.ndarray, tick: float, window: str, preds: PredicateLedger,
                 expost: list[dict[str, Any]], acct: Accountant

@@ -26,12 +26,14 @@ def lag_of(consumer: Any, offsets: dict[int, int]) -> dict[str, int]:
 def health_line(*, worker: str, started: float, events_in: int, ticks_out: int,
                 last_tick: float | None, watermarks: dict[int, float | None],
                 lag: dict[str, int], dlq: dict[str, int],
-                latency: list[float], status: dict[str, Any] | None = None) -> dict[str, Any]:
+                latency: list[float], status: dict[str, Any] | None = None,
+                privacy: dict[str, Any] | None = None) -> dict[str, Any]:
     """The health document of one worker.
 
     ``status`` (:meth:`streams.runtime.resilience.Status.health`) adds ``degraded`` (None,
     or why: Redis unavailable, a reset broker log, a state store rebuilt), its reasons
-    and the recovery counters.
+    and the recovery counters. ``privacy``: unit, ε_day, δ, spent today and the day's
+    projection (public figures of the release stage).
     """
     up = time.monotonic() - started
     h: dict[str, Any] = {
@@ -49,6 +51,10 @@ def health_line(*, worker: str, started: float, events_in: int, ticks_out: int,
     }
     if status:
         h.update(status)
+    if privacy:
+        h["privacy"] = {k: privacy.get(k) for k in (
+            "unit", "epsilon_day", "delta", "epsilon_tick", "epsilon_spent_today",
+            "epsilon_projected_day", "within_cap") if k in privacy}
     if latency:
         lat = sorted(latency)
         h["tick_latency_p50_s"] = round(lat[len(lat) // 2], 3)
@@ -70,6 +76,10 @@ def prometheus_text(h: dict[str, Any]) -> str:
     metric("last_tick_seconds", h.get("last_tick"))
     metric("tick_latency_p50_seconds", h.get("tick_latency_p50_s"))
     metric("tick_latency_p95_seconds", h.get("tick_latency_p95_s"))
+    pv = h.get("privacy") or {}
+    metric("privacy_epsilon_spent_today", pv.get("epsilon_spent_today"))
+    metric("privacy_epsilon_projected_day", pv.get("epsilon_projected_day"))
+    metric("privacy_epsilon_day", pv.get("epsilon_day"))
     for p, wm in (h.get("watermarks") or {}).items():
         metric("watermark_seconds", wm, f'{{partition="{p}"}}')
     for reason, n in (h.get("dlq") or {}).items():

@@ -118,6 +118,13 @@ class OccupancyRuntime:
         self.ticks_out = 0
         self.last_tick: float | None = None
         self.latency: list[float] = []
+        self.privacy: dict[str, Any] = {}
+
+    def privacy_status(self) -> dict[str, Any]:
+        """Unit, ε_day, δ, spent today and the projection (the last tick's, else today's)."""
+        if self.privacy:
+            return self.privacy
+        return self.releaser.privacy_status(int(time.time() // 86400))
 
     def _locked(self) -> asyncio.Lock:
         if self._lock is None:
@@ -266,6 +273,7 @@ class OccupancyRuntime:
                 if b is not None:
                     st.set_mech(m, b)
             outputs.append((ft, out))
+            self.privacy = out.privacy
             await self._send(ft, out, topics)
         await self.output.flush()
         for ft, out in outputs:

@@ -120,7 +120,8 @@ class Pipeline:
                         last_tick=occ.last_tick, watermarks=self.presence.watermarks(),
                         lag=lag_of(consumer, offsets) if consumer is not None else {},
                         dlq=self.presence.dlq_totals(), latency=occ.latency,
-                        status=self.status.health())
+                        status=self.status.health(),
+                        privacy=occ.privacy_status())
         try:
             await self.sink.write_health(self.s.app_id, self.worker_id, h)
         except Exception:  # noqa: BLE001

@@ -64,7 +64,8 @@ def test_worker_counts_edge_records_like_raw_ones(kafka_bootstrap: str, redis_ur
                OCCUSTREAM_SECRET=SECRET.decode(), OCCUSTREAM_APP_ID=tag,
                OCCUSTREAM_TOPIC_PREFIX=f"{tag}.", OCCUSTREAM_EVAL_MODE="true",
                OCCUSTREAM_IDLE_S="3", OCCUSTREAM_METRICS_INTERVAL_S="2",
-               OCCUSTREAM_MECHANISMS="laplace", PYTHONPATH=str(ROOT))
+               OCCUSTREAM_MECHANISMS="laplace", OCCUSTREAM_PRIVACY_UNIT="event",
+               PYTHONPATH=str(ROOT))
     settings = load_settings(env=env)
     from streams.app import pipeline_topics
 

@@ -254,3 +254,38 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
         ctx.close()
     finally:
         served.close()
+
+
+def test_header_and_budget_view_show_the_unit_eps_day_and_delta(
+        seeded: dict[str, Any], page: Any, redis_client: Any) -> None:
+    """The worker's privacy status (as the release stage publishes it) in the browser."""
+    from mechanisms.registry import ReleaseParams
+    from streams.pipeline.release import ReleaseConfig, Releaser
+
+    site = seeded["site"]
+    rel = Releaser(ReleaseConfig(secret=b"s" * 32, tick_s=300.0, mechanisms=(),
+                                 budget_epsilon_tick=5.0, device_day=True), site)
+    status = rel.privacy_status(20_000)
+    redis_client.set(rl.PRIVACY_STATUS, json.dumps(status))
+    _open(page, seeded["url"])
+    page.wait_for_function(
+        "() => document.getElementById('privacy-head').dataset.protected !== undefined")
+    head = page.inner_text("#privacy-head")
+    assert "privacy-protected" in head and "device-day" in head and "ε ≤ 4" in head
+    page.wait_for_selector("#budget dl[data-unit='device-day']")
+    assert page.inner_text("#eps-day") == "4.00"
+    assert page.inner_text("#delta") == "1e-6"
+    assert float(page.inner_text("#eps-proj")) == pytest.approx(
+        status["epsilon_projected_day"], abs=1e-3)
+    assert float(page.inner_text("#eps-proj")) <= 4.0
+    # an event-level worker: the header says what the guarantee is, never "protected"
+    ev = Releaser(ReleaseConfig(secret=b"s" * 32, tick_s=300.0,
+                                mechanisms=(("laplace", ReleaseParams()),),
+                                budget_epsilon_tick=5.0, mide=False), site)
+    redis_client.set(rl.PRIVACY_STATUS, json.dumps(ev.privacy_status(20_000)))
+    _open(page, seeded["url"])
+    page.wait_for_function(
+        "() => document.getElementById('privacy-head').dataset.protected === '0'")
+    head = page.inner_text("#privacy-head")
+    assert "privacy-protected" not in head and "event-level" in head and "288" in head
+    assert page.js_errors == []

@@ -81,7 +81,8 @@ def test_hpegasus_meta_publishes_the_tree_height(redis_url: str, redis_client: A
     from streams.settings import load_settings
 
     site = load_site("dbh")
-    s = load_settings(env={"OCCUSTREAM_SECRET": "x" * 32, "OCCUSTREAM_MECHANISMS": "hpegasus"})
+    s = load_settings(env={"OCCUSTREAM_SECRET": "x" * 32, "OCCUSTREAM_MECHANISMS": "hpegasus",
+                           "OCCUSTREAM_PRIVACY_UNIT": "event"})
     metas = {m: Releaser(s.release_config(), site).meta(m) for m in ("hpegasus",)}
 
     async def write() -> None:
@@ -164,3 +165,21 @@ def test_done_sets_of_older_versions_are_converted(redis_url: str, redis_client:
     asyncio.run(_write_retained(redis_url, [_out(DAY0 + TICK_S, [1.0, 2.0])], 100))
     assert redis_client.xlen(rl.LEDGER_STREAM) == 1
     assert _done_ticks(redis_client, "laplace") == {DAY0, DAY0 + TICK_S}
+
+
+def test_device_day_charges_replayed_are_written_once(redis_url: str,
+                                                      redis_client: Any) -> None:
+    """A replayed first tick of a day (the same charges re-made after a crash before the
+    checkpoint) adds nothing: the alert share's record is not a release of its own."""
+    redis_client.flushdb()
+    recs = [{"mechanism": "device-day", "tick": int(DAY0), "epsilon": 3.65,
+             "release_id": "device-day/day:1/heatmap|device-day|0"},
+            {"mechanism": "alerts", "tick": int(DAY0), "epsilon": 1.14,
+             "release_id": "device-day/day:1/alerts|alerts|0"}]
+    status = {"unit": "device-day", "epsilon_day": 4.0, "delta": 1e-6}
+    first = TickOutput(DAY0, [Release("device-day", DAY0, [1.0, 2.0], 3.65)], [], recs,
+                       privacy=status)
+    asyncio.run(_write(redis_url, [first, first]))
+    ledger = [json.loads(f[b"data"]) for _, f in redis_client.xrange(rl.LEDGER_STREAM)]
+    assert sorted(d["mechanism"] for d in ledger) == ["alerts", "device-day"]
+    assert json.loads(redis_client.get(rl.PRIVACY_STATUS)) == status

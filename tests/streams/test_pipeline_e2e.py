@@ -71,9 +71,13 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
 class Run:
     """One pipeline deployment (own topic prefix and app id) on the shared services."""
 
-    def __init__(self, bootstrap: str, redis_url: str, log_dir: Path, name: str) -> None:
+    def __init__(self, bootstrap: str, redis_url: str, log_dir: Path, name: str,
+                 **env: str) -> None:
         self.tag = f"{name}{uuid.uuid4().hex[:6]}"
-        self.env = dict(os.environ, KAFKA_BOOTSTRAP=bootstrap, REDIS_URL=redis_url,
+        # event-level unless a test says otherwise (these tests exercise the five
+        # event-level releases; the device-day default: test_device_day_e2e.py)
+        env.setdefault("OCCUSTREAM_PRIVACY_UNIT", "event")
+        self.env = dict(os.environ, **env, KAFKA_BOOTSTRAP=bootstrap, REDIS_URL=redis_url,
                         OCCUSTREAM_SECRET=SECRET, OCCUSTREAM_APP_ID=self.tag,
                         OCCUSTREAM_TOPIC_PREFIX=f"{self.tag}.",
                         OCCUSTREAM_METRICS_INTERVAL_S="2", OCCUSTREAM_EVAL_MODE="true",

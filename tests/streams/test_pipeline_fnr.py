@@ -31,6 +31,7 @@ TICKS = 60
 def _miss_rate(algorithm: str, over_by: float, alpha: float = 3.0) -> tuple[int, int]:
     site = load_site("dbh")
     s = load_settings(None, {"OCCUSTREAM_SECRET": "fnr-test-secret-0123456789",
+                             "OCCUSTREAM_PRIVACY_UNIT": "event",
                              "OCCUSTREAM_MECHANISMS": "ttl",
                              "OCCUSTREAM_MIDE_ALGORITHM": algorithm,
                              "OCCUSTREAM_MIDE_BETA": str(BETA),

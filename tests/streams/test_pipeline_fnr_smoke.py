@@ -30,6 +30,7 @@ TICKS = 20
 def _misses(algorithm: str, alpha: float = 3.0) -> tuple[int, int]:
     site = load_site("dbh")
     s = load_settings(None, {"OCCUSTREAM_SECRET": "fnr-smoke-secret-0123456789",
+                             "OCCUSTREAM_PRIVACY_UNIT": "event",
                              "OCCUSTREAM_MECHANISMS": "ttl",
                              "OCCUSTREAM_MIDE_ALGORITHM": algorithm,
                              "OCCUSTREAM_MIDE_BETA": str(BETA),

@@ -6,7 +6,7 @@ from occupancy.buildings import load_site
 from streams.pipeline.release import Releaser
 from streams.settings import load_settings
 
-SECRET_ENV = {"OCCUSTREAM_SECRET": "s" * 32}
+SECRET_ENV = {"OCCUSTREAM_SECRET": "s" * 32, "OCCUSTREAM_PRIVACY_UNIT": "event"}  # event-level
 
 
 def test_ttl_never_releases_the_true_counts() -> None:

@@ -31,7 +31,8 @@ def site():
 
 
 def _releaser(site, **env: str) -> Releaser:
-    s = load_settings(None, {"OCCUSTREAM_SECRET": SECRET, "OCCUSTREAM_MIDE": "false", **env})
+    s = load_settings(None, {"OCCUSTREAM_SECRET": SECRET, "OCCUSTREAM_MIDE": "false",
+                              "OCCUSTREAM_PRIVACY_UNIT": "event", **env})
     return Releaser(s.release_config(), site)
 
 

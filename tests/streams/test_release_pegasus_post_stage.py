@@ -6,7 +6,8 @@ from occupancy.buildings import load_site
 from streams.pipeline.release import Releaser
 from streams.settings import load_settings
 
-ENV = {"OCCUSTREAM_SECRET": "s" * 32, "OCCUSTREAM_MECHANISMS": "pegasus-post",
+ENV = {"OCCUSTREAM_SECRET": "s" * 32, "OCCUSTREAM_PRIVACY_UNIT": "event",
+       "OCCUSTREAM_MECHANISMS": "pegasus-post",
        "OCCUSTREAM_MIDE": "false", "OCCUSTREAM_PEGASUS_POST_EPSILON": "0.5"}
 
 

@@ -13,7 +13,9 @@ from infra.secrets import DEV_SECRET
 from mechanisms.errors import BudgetExhaustedError, ConfigError
 from streams.settings import add_arguments, load_settings
 
-ENV = {"OCCUSTREAM_SECRET": "a-secret-of-enough-length"}
+# these tests exercise the event-level unit (the thesis experiments); device-day
+# settings are tested in test_settings_device_day.py
+ENV = {"OCCUSTREAM_SECRET": "a-secret-of-enough-length", "OCCUSTREAM_PRIVACY_UNIT": "event"}
 
 
 def parse(argv):

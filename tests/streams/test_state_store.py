@@ -28,6 +28,7 @@ DAY0 = 1_767_600_000.0  # 2026-01-05 08:00 UTC
 
 def _settings(redis_url: str, kafka: str, prefix: str, **extra: Any) -> Any:
     return load_settings(env={"OCCUSTREAM_SECRET": SECRET}, overrides={
+        "privacy_unit": "event",  # these tests exercise the event-level releases
         "redis_url": redis_url, "kafka_bootstrap": kafka, "topic_prefix": prefix,
         "app_id": f"{prefix}app", "partitions": 1, **extra})
 
