@@ -131,12 +131,35 @@ def _spec(server_url: str) -> dict[str, Any]:
                                 "schema": {"type": "string"}}],
                 "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
                               "403": _ERR}}},
+            "/api/incidents": {"get": {
+                "summary": "over-capacity incidents (one per location and episode), the open "
+                           "ones first",
+                "parameters": [_q("limit", "max incidents", {"type": "integer", "minimum": 1,
+                                                             "maximum": 1000}),
+                               _q("format", "json (default) or csv",
+                                  {"type": "string", "enum": ["json", "csv"]})],
+                "responses": {"200": {"description": "OK", "content": {
+                    _JSON: {"schema": {"type": "object", "required": ["incidents"],
+                                       "properties": {"incidents": {
+                                           "type": "array",
+                                           "items": {"$ref": ref + "Incident"}}}}},
+                    "text/csv": {"schema": {"type": "string"}}}},
+                    "400": _ERR, "401": _ERR}}},
+            "/api/incidents/{incident_id}/ack": {"post": {
+                "summary": "acknowledge an incident (admin; once: later calls return the "
+                           "first acknowledgement)",
+                "parameters": [{"name": "incident_id", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
+                              "403": _ERR}}},
             "/api/ledger": {"get": {
                 "summary": "privacy ledger: ε per mechanism and day, device-day loss (admin)",
                 "responses": {"200": _ok({"type": "object", "required": ["unit", "rows"]}),
                               "401": _ERR, "403": _ERR}}},
             "/api/events": {"get": {
-                "summary": "Server-Sent Events: `tick` (a snapshot) and `alert`",
+                "summary": "Server-Sent Events: `tick` (a snapshot), `alert` (one MIDE "
+                           "decision) and `incident` (a lifecycle event: open, update, "
+                           "resolve)",
                 "parameters": [_MECH],
                 "responses": {"200": {"description": "event stream",
                                       "content": {"text/event-stream": {
@@ -175,6 +198,30 @@ def _spec(server_url: str) -> dict[str, Any]:
                                          "beta": {"type": "number", "nullable": True},
                                          "acknowledged": {"type": "object",
                                                           "nullable": True}}},
+                "Incident": {"type": "object",
+                             "required": ["id", "location", "state", "opened", "last_seen"],
+                             "properties": {
+                                 "id": {"type": "string"},
+                                 "location": {"type": "string"},
+                                 "state": {"type": "string", "enum": ["open", "resolved"]},
+                                 "opened": {"type": "number"},
+                                 "last_seen": {"type": "number"},
+                                 "resolved": {"type": "number", "nullable": True},
+                                 "capacity": {"type": "number", "nullable": True},
+                                 "algorithm": {"type": "string", "nullable": True},
+                                 "beta": {"type": "number", "nullable": True},
+                                 "peak": {"type": "number", "nullable": True,
+                                          "description": "largest released (noisy) value "
+                                                         "while open"},
+                                 "peak_tick": {"type": "number", "nullable": True},
+                                 "peak_mechanism": {"type": "string", "nullable": True},
+                                 "decisions": {"type": "object", "properties": {
+                                     "tick": {"type": "integer"},
+                                     "hour": {"type": "integer"}}},
+                                 "opened_by": {"type": "string", "nullable": True},
+                                 "guarantee": {"type": "string", "nullable": True},
+                                 "version": {"type": "integer", "nullable": True},
+                                 "acknowledged": {"type": "object", "nullable": True}}},
             },
         },
     }
