@@ -239,9 +239,9 @@ def _peak(inc: dict[str, Any], value: float | None, t: float) -> bool:
 
 def replay(ticks: Sequence[tuple[float, Sequence[Mapping[str, Any]], Mapping[str, float] | None]],
            state: Mapping[str, Any] | None = None, *, quiet_s: float = QUIET_S,
-           hour_s: float = HOUR_S) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                            dict[str, dict[str, Any]]]:
-    """Fold a whole sequence of ``(tick, decisions, values)``.
+           hour_s: float = HOUR_S, mechanism: str | None = None
+           ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Fold a whole sequence of ``(tick, decisions, values)`` (see :func:`step`).
 
     Returns:
         ``(state, events, incidents)``: the final state, every event in order, and the
@@ -251,7 +251,8 @@ def replay(ticks: Sequence[tuple[float, Sequence[Mapping[str, Any]], Mapping[str
     events: list[dict[str, Any]] = []
     records: dict[str, dict[str, Any]] = {}
     for tick, decisions, values in ticks:
-        s = step(st, tick, decisions, values, quiet_s=quiet_s, hour_s=hour_s)
+        s = step(st, tick, decisions, values, quiet_s=quiet_s, hour_s=hour_s,
+                 mechanism=mechanism)
         st = s.state
         events += s.events
         records.update(copy.deepcopy(s.records))

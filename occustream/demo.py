@@ -117,7 +117,35 @@ def _render(r: Any, mech: str, locations: list[str], show: int, names: dict[str,
     lines.append(f"  alerts: {r.xlen(rl.ALERTS_STREAM)} in total")
     for _, fields in alerts:
         lines.append(_alert_line(json.loads(fields[b"data"]), names, tick_s))
+    lines += _incident_lines(r, names)
     return "\n".join(lines)
+
+
+def _incident_lines(r: Any, names: dict[str, str], show: int = 3) -> list[str]:
+    """The incidents (one per location and crowd): counts, then the newest, open first."""
+    total = r.zcard(rl.INCIDENTS_INDEX)
+    if not total:
+        return []
+    active = r.zcard(rl.INCIDENTS_ACTIVE)
+    ids = [i.decode() for i in r.zrevrange(rl.INCIDENTS_ACTIVE, 0, show - 1)]
+    ids += [i.decode() for i in r.zrevrange(rl.INCIDENTS_INDEX, 0, show - 1)
+            if i.decode() not in ids]
+    out = [f"  incidents: {active} open, {total} in total"]
+    for raw in r.hmget(rl.INCIDENTS, ids[:show]):
+        if raw is None:
+            continue
+        i = json.loads(raw)
+        hm = lambda t: time.strftime("%H:%M", time.gmtime(float(t)))  # noqa: E731
+        state = (f"OPEN since {time.strftime('%a %H:%M', time.gmtime(i['opened']))}, "
+                 f"last seen {hm(i['last_seen'])}" if i["state"] == "open" else
+                 f"resolved {time.strftime('%a', time.gmtime(i['opened']))} "
+                 f"{hm(i['opened'])}–{hm(i['last_seen'])}")
+        peak = f", peak ≈ {max(0.0, float(i['peak'])):.0f}" if i.get("peak") is not None else ""
+        d = i.get("decisions") or {}
+        out.append(f"   {'●' if i['state'] == 'open' else '✓'} "
+                   f"{names.get(i['location'], i['location'])}: {state}{peak} "
+                   f"({d.get('tick', 0)} tick + {d.get('hour', 0)} hour decisions)")
+    return out
 
 
 def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
