@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this many wall seconds (default 0: until Ctrl-C)")
     p.add_argument("--show", type=int, default=12,
                    help="locations shown per refresh (default 12, busiest first)")
+    p.add_argument("--history-days", type=float, default=0.0,
+                   help="release this many simulated days before --start into the read model "
+                        "first (the usual population, through the pipeline's release stage "
+                        "and writer), so colours compare against the usual day from the first "
+                        "frame; e.g. --history-days 7 --start 2026-01-12T07:00 --speed 60 "
+                        "(default 0: none)")
     p.add_argument("--log-dir", type=Path, default=None,
                    help="where child logs go (default a temp dir)")
     add_arguments(p)
@@ -173,7 +179,8 @@ def _check_args(args: argparse.Namespace) -> None:
     check_positive("--speed", args.speed)
     Scenarios.from_names(args.scenarios.split(","))
     for name, value, low in (("--workers", args.workers, 1), ("--show", args.show, 1),
-                             ("--duration", args.duration, 0)):
+                             ("--duration", args.duration, 0),
+                             ("--history-days", args.history_days, 0)):
         if value < low:
             raise InvalidParameterError(f"{name} must be >= {low}, not {value!r}")
 
@@ -210,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         if s.state_redis_url:
             env["OCCUSTREAM_STATE_REDIS_URL"] = s.state_redis_url
         try:
+            if args.history_days > 0:
+                from occustream.history import backfill, start_of
+
+                print(f"writing {args.history_days:g} days of released history…", flush=True)
+                backfill(env["REDIS_URL"], s, start_ts=start_of(args.start),
+                         days=args.history_days, seed=args.seed + 1)
             for i in range(max(args.workers, 1)):
                 procs.append(_spawn([sys.executable, "-m", "occustream.worker"], env,
                                     log_dir / f"worker-{i}.log"))
