@@ -253,7 +253,8 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
                                        artifacts_dir: Path) -> None:
     """The README picture: Donald Bren Hall mid-afternoon with two open incidents.
 
-    Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also refreshes docs/screenshot.png.
+    Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also writes docs/screenshot-synthetic.png
+    (docs/screenshot.png is taken from the real demo, see README).
     """
     from dash_support import Served
 
@@ -290,7 +291,7 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
         page.locator(f"[data-location='{hover[0].id}']").hover()
         page.screenshot(path=str(artifacts_dir / "dashboard-dbh.png"))
         if os.environ.get("OCCUSTREAM_UPDATE_SCREENSHOT"):
-            page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+            page.screenshot(path=str(REPO / "docs" / "screenshot-synthetic.png"))
         assert page.js_errors == [] if hasattr(page, "js_errors") else True
         ctx.close()
     finally:
