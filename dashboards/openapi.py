@@ -59,10 +59,11 @@ def _spec(server_url: str) -> dict[str, Any]:
             "title": "occustream dashboard API",
             "version": "1.0",
             "description": (
-                "Released (differentially private) occupancy, fire-code alerts and, for "
+                "Released (differentially private) occupancy, over-capacity incidents, "
+                "fire-code alerts (MIDE decisions) and, for "
                 "admins, the privacy ledger. Send `Authorization: Bearer <token>` (or "
                 "`?access_token=`). The analyst token reads everything except the ledger; "
-                "the admin token also reads the ledger and acknowledges alerts. True "
+                "the admin token also reads the ledger and acknowledges incidents. True "
                 "counts are never served."
             ),
         },

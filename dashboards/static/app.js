@@ -383,7 +383,20 @@
     state.snapshot = await api(`/api/snapshot?mech=${encodeURIComponent(state.mech)}${q}`);
     paint();
   }
-  async function loadIncidents() { state.incidents = (await api("/api/incidents?limit=100")).incidents; sortIncidents(); renderIncidents(); }
+  // merge, never roll back: a response that started before a lifecycle event arrived over
+  // SSE carries an older version of that incident (versions rise with each event)
+  async function loadIncidents() {
+    const got = (await api("/api/incidents?limit=100")).incidents;
+    const old = new Map(state.incidents.map((i) => [i.id, i]));
+    const ids = new Set(got.map((i) => i.id));
+    state.incidents = got.map((i) => {
+      const o = old.get(i.id);
+      if (o && (o.version || 0) > (i.version || 0)) return o;
+      return { ...i, acknowledged: i.acknowledged || (o && o.acknowledged) || null };
+    });
+    for (const o of old.values()) if (!ids.has(o.id)) state.incidents.push(o);
+    sortIncidents(); renderIncidents();
+  }
   async function refreshAll() {
     await loadMechs();
     if (!state.mech) { state.snapshot = null; paint(); return; }

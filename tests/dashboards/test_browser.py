@@ -251,7 +251,7 @@ def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
 
 def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_client: Any,
                                        artifacts_dir: Path) -> None:
-    """The README picture: Donald Bren Hall mid-afternoon with two open incidents.
+    """A synthetic picture: Donald Bren Hall mid-afternoon with two open incidents.
 
     Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also writes docs/screenshot-synthetic.png
     (docs/screenshot.png is taken from the real demo, see README).
