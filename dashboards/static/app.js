@@ -203,7 +203,10 @@
     }
     return s;
   }
+  const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
   function paint() {
+    const t = state.snapshot && state.snapshot.tick;
+    $("clock").textContent = t ? `${DAYS[new Date(t * 1000).getUTCDay()]} ${fmtHM(t)}` : "";
     const vals = (state.snapshot && state.snapshot.values) || {};
     const hot = alertingNow();
     for (const poly of document.querySelectorAll("#plan .loc")) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,12 @@ def test_incident_opens_updates_is_acknowledged_once_and_resolves(
     assert "0.4242" not in page.content()
     assert page.locator("#incidents li").count() == 1  # one crowd, one incident
     assert page.inner_text("#incident-count") == "1"
+    # the clock shows the shown tick's weekday and time
+    last = tick + 600
+    day = ("Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed")[(last // 86400) % 7]
+    page.wait_for_function("want => document.querySelector('#clock').textContent === want",
+                           arg=f"{day} {time.strftime('%H:%M', time.gmtime(last))}",
+                           timeout=10_000)
     page.wait_for_function(
         "() => document.querySelector(\"[data-location='hall-110']\").classList"
         ".contains('alerting')", timeout=10_000)
