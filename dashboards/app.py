@@ -5,7 +5,8 @@ serves static HTML/JS/CSS (no build step):
 
 * ``/`` — the page: floor plans (SVG from the building's plan geometry) coloured by
   the ten-colour scale, legend, floor switcher, campus tiles, mechanism selector,
-  time scrubber, alerts with acknowledgement, the admin's privacy view.
+  time scrubber, over-capacity incidents (open first) with acknowledgement per
+  incident, the admin's privacy view.
 * ``/api/*`` — REST (see ``/openapi.json`` and ``/docs``) and ``/api/events`` (SSE).
 
 Auth: ``Authorization: Bearer <token>`` or ``?access_token=``. Two roles: the analyst
@@ -313,6 +314,31 @@ async def ack(request: web.Request) -> web.Response:
 async def privacy(request: web.Request) -> web.Response:
     """The unit of privacy, ε_day and δ, spent today, the projection and the header text."""
     return web.json_response(await request.app[RM].privacy_status())
+async def incidents(request: web.Request) -> web.Response:
+    """Over-capacity incidents, the open ones first."""
+    rm: ReadModel = request.app[RM]
+    fmt = _format(request)
+    items = await rm.incidents(_int(request, "limit", 100, 1, 1000))
+    if fmt == "csv":
+        rows = [{**i, "acknowledged": bool(i.get("acknowledged")),
+                 "tick_decisions": (i.get("decisions") or {}).get("tick"),
+                 "hour_decisions": (i.get("decisions") or {}).get("hour")} for i in items]
+        return _csv(rows, ["id", "location", "state", "opened", "last_seen", "resolved",
+                           "capacity", "peak", "peak_mechanism", "tick_decisions",
+                           "hour_decisions", "algorithm", "beta", "acknowledged"],
+                    "incidents.csv")
+    return web.json_response({"incidents": items})
+
+
+async def ack_incident(request: web.Request) -> web.Response:
+    """Acknowledge an incident (admin); tells every live page."""
+    _admin(request)
+    rm: ReadModel = request.app[RM]
+    incident_id = request.match_info["incident_id"]
+    ack = await rm.acknowledge_incident(incident_id, "admin")
+    request.app[BROKER].publish(sse_message("incident_ack", {"id": incident_id,
+                                                             "acknowledged": ack}))
+    return web.json_response({"id": incident_id, "acknowledged": ack})
 
 
 async def ledger(request: web.Request) -> web.Response:
@@ -322,7 +348,12 @@ async def ledger(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: ``tick`` (snapshot of the ticked mechanism) and ``alert``."""
+    """Server-Sent Events: ``tick`` (a snapshot), ``alert`` (a decision), ``incident``.
+
+    A reconnecting browser sends ``Last-Event-ID``; alert and incident-event ids are
+    both Redis stream ids (time-ordered on the one server), so the alerts and incident
+    events after it are replayed, merged in id order.
+    """
     broker: Broker = request.app[BROKER]
     mech = request.query.get("mech") or None
     limit = request.app[SSE_LIMIT]
@@ -341,13 +372,16 @@ async def events(request: web.Request) -> web.StreamResponse:
         if last_id:  # a reconnecting browser: replay the alerts it missed
             rm: ReadModel = request.app[RM]
             try:
-                missed = await rm.alerts(limit=1000, after=last_id)
+                missed = [("alert", a) for a in reversed(
+                    await rm.alerts(limit=1000, after=last_id))]
+                missed += [("incident", e) for e in await rm.incident_events(after=last_id)]
             except hardening.REDIS_DOWN:  # the stream is open: say it, keep streaming
                 missed = []
                 await resp.write(sse_message("error", {"error": "the read model (Redis) is "
                                                                 "unavailable"}))
-            for alert in reversed(missed):
-                await resp.write(sse_message("alert", alert, event_id=alert["id"]))
+            missed.sort(key=lambda kv: tuple(int(x) for x in kv[1]["id"].split("-")))
+            for kind, doc in missed:
+                await resp.write(sse_message(kind, doc, event_id=doc["id"]))
         while True:
             try:
                 msg = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
@@ -435,6 +469,8 @@ def create_app(
     r.add_get("/api/history", history)
     r.add_get("/api/alerts", alerts)
     r.add_post("/api/alerts/{alert_id}/ack", ack)
+    r.add_get("/api/incidents", incidents)
+    r.add_post("/api/incidents/{incident_id}/ack", ack_incident)
     r.add_get("/api/ledger", ledger)
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
@@ -476,8 +512,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mechanisms", default="",
                    help="comma-separated mechanisms to show (default: all found in Redis)")
     p.add_argument("--webhook", action="append", default=[], metavar="URL",
-                   help="deliver alerts to this URL (HMAC-signed; repeatable); secret from "
-                        "$OCCUSTREAM_WEBHOOK_SECRET")
+                   help="deliver the incident lifecycle (open, update, resolve) to this URL "
+                        "(HMAC-signed; repeatable); secret from $OCCUSTREAM_WEBHOOK_SECRET")
+    p.add_argument("--webhook-decisions", action="store_true",
+                   help="deliver every MIDE decision (one alert per tick and hour) instead "
+                        "of incidents")
     p.add_argument("--max-sse-clients", type=int, default=hardening.MAX_SSE_CLIENTS,
                    help="live-update (SSE) clients served at once; more get 503 "
                         f"(default {hardening.MAX_SSE_CLIENTS})")
@@ -542,7 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             from dashboards.webhooks import WebhookDispatcher, secret_from_env
 
             secret = secret_from_env()
-            hooks = [WebhookDispatcher(url, u, secret) for u in args.webhook]
+            source = "alerts" if args.webhook_decisions else "incidents"
+            hooks = [WebhookDispatcher(url, u, secret, source=source) for u in args.webhook]
         app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks,
                          max_sse_clients=args.max_sse_clients)
         if generated:  # tokens go to the terminal only, never to the log

@@ -1,8 +1,8 @@
 """Fan-out of live events to many SSE subscribers from one Redis reader.
 
-One task listens to the ``occ:updates`` pub/sub channel and one follows the
-``alerts`` stream (XREAD, so every alert carries its stream id, which the page needs
-to acknowledge it and which SSE clients get as the event id). Each event is encoded
+One task listens to the ``occ:updates`` pub/sub channel, one follows the ``alerts``
+stream and one the ``incidents:events`` stream (XREAD, so every alert and incident
+event carries its stream id, which SSE clients get as the event id). Each event is encoded
 once and put into every subscriber's bounded queue; a subscriber that falls
 ``QUEUE_SIZE`` events behind is dropped (its browser reconnects and re-reads the
 state), so one slow client never holds up the others.
@@ -62,7 +62,13 @@ class Broker:
 
     async def start(self) -> None:
         """Start the Redis readers."""
-        self._tasks = [asyncio.create_task(self._updates()), asyncio.create_task(self._alerts())]
+        from readmodel.reader import public_alert, public_incident_event
+
+        self._tasks = [asyncio.create_task(self._updates()),
+                       asyncio.create_task(self._follow(rl.ALERTS_STREAM, "alert",
+                                                        public_alert)),
+                       asyncio.create_task(self._follow(rl.INCIDENTS_STREAM, "incident",
+                                                        public_incident_event))]
 
     async def stop(self) -> None:
         """Stop the readers and end every subscriber's stream."""
@@ -131,24 +137,24 @@ class Broker:
                 log.exception("updates listener failed; reconnecting in 1 s")
                 await asyncio.sleep(1.0)
 
-    async def _alerts(self) -> None:
-        from readmodel.reader import public_alert
-
+    async def _follow(self, stream: str, event: str,
+                      public: Callable[[str, Any], dict[str, Any]]) -> None:
+        """Follow ``stream`` from its end; publish each entry (public fields) as ``event``."""
         last = "$"
         while True:
             try:
                 if last == "$":
-                    newest = await self.client.xrevrange(rl.ALERTS_STREAM, count=1)
+                    newest = await self.client.xrevrange(stream, count=1)
                     last = newest[0][0].decode() if newest else "0-0"
-                rows = await self.client.xread({rl.ALERTS_STREAM: last}, block=1000, count=500)
+                rows = await self.client.xread({stream: last}, block=1000, count=500)
                 for _, entries in rows or []:
                     for sid, fields in entries:
                         sid_s = sid.decode() if isinstance(sid, bytes) else str(sid)
-                        alert = public_alert(sid_s, fields.get(b"data", fields.get("data")))
-                        self.publish(sse_message("alert", alert, event_id=sid_s))
+                        doc = public(sid_s, fields.get(b"data", fields.get("data")))
+                        self.publish(sse_message(event, doc, event_id=sid_s))
                         last = sid_s
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - Redis hiccup: retry
-                log.exception("alerts follower failed; retrying in 1 s")
+                log.exception("%s follower failed; retrying in 1 s", stream)
                 await asyncio.sleep(1.0)

@@ -59,10 +59,11 @@ def _spec(server_url: str) -> dict[str, Any]:
             "title": "occustream dashboard API",
             "version": "1.0",
             "description": (
-                "Released (differentially private) occupancy, fire-code alerts and, for "
+                "Released (differentially private) occupancy, over-capacity incidents, "
+                "fire-code alerts (MIDE decisions) and, for "
                 "admins, the privacy ledger. Send `Authorization: Bearer <token>` (or "
                 "`?access_token=`). The analyst token reads everything except the ledger; "
-                "the admin token also reads the ledger and acknowledges alerts. True "
+                "the admin token also reads the ledger and acknowledges incidents. True "
                 "counts are never served."
             ),
         },
@@ -131,6 +132,27 @@ def _spec(server_url: str) -> dict[str, Any]:
                                 "schema": {"type": "string"}}],
                 "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
                               "403": _ERR}}},
+            "/api/incidents": {"get": {
+                "summary": "over-capacity incidents (one per location and episode), the open "
+                           "ones first",
+                "parameters": [_q("limit", "max incidents", {"type": "integer", "minimum": 1,
+                                                             "maximum": 1000}),
+                               _q("format", "json (default) or csv",
+                                  {"type": "string", "enum": ["json", "csv"]})],
+                "responses": {"200": {"description": "OK", "content": {
+                    _JSON: {"schema": {"type": "object", "required": ["incidents"],
+                                       "properties": {"incidents": {
+                                           "type": "array",
+                                           "items": {"$ref": ref + "Incident"}}}}},
+                    "text/csv": {"schema": {"type": "string"}}}},
+                    "400": _ERR, "401": _ERR}}},
+            "/api/incidents/{incident_id}/ack": {"post": {
+                "summary": "acknowledge an incident (admin; once: later calls return the "
+                           "first acknowledgement)",
+                "parameters": [{"name": "incident_id", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
+                              "403": _ERR}}},
             "/api/ledger": {"get": {
                 "summary": "privacy ledger: ε per mechanism and day, device-day loss (admin)",
                 "responses": {"200": _ok({"type": "object", "required": ["unit", "rows"]}),
@@ -142,7 +164,9 @@ def _spec(server_url: str) -> dict[str, Any]:
                                           "required": ["unit", "protected", "headline"]}),
                               "401": _ERR}}},
             "/api/events": {"get": {
-                "summary": "Server-Sent Events: `tick` (a snapshot) and `alert`",
+                "summary": "Server-Sent Events: `tick` (a snapshot), `alert` (one MIDE "
+                           "decision) and `incident` (a lifecycle event: open, update, "
+                           "resolve)",
                 "parameters": [_MECH],
                 "responses": {"200": {"description": "event stream",
                                       "content": {"text/event-stream": {
@@ -181,6 +205,30 @@ def _spec(server_url: str) -> dict[str, Any]:
                                          "beta": {"type": "number", "nullable": True},
                                          "acknowledged": {"type": "object",
                                                           "nullable": True}}},
+                "Incident": {"type": "object",
+                             "required": ["id", "location", "state", "opened", "last_seen"],
+                             "properties": {
+                                 "id": {"type": "string"},
+                                 "location": {"type": "string"},
+                                 "state": {"type": "string", "enum": ["open", "resolved"]},
+                                 "opened": {"type": "number"},
+                                 "last_seen": {"type": "number"},
+                                 "resolved": {"type": "number", "nullable": True},
+                                 "capacity": {"type": "number", "nullable": True},
+                                 "algorithm": {"type": "string", "nullable": True},
+                                 "beta": {"type": "number", "nullable": True},
+                                 "peak": {"type": "number", "nullable": True,
+                                          "description": "largest released (noisy) value "
+                                                         "while open"},
+                                 "peak_tick": {"type": "number", "nullable": True},
+                                 "peak_mechanism": {"type": "string", "nullable": True},
+                                 "decisions": {"type": "object", "properties": {
+                                     "tick": {"type": "integer"},
+                                     "hour": {"type": "integer"}}},
+                                 "opened_by": {"type": "string", "nullable": True},
+                                 "guarantee": {"type": "string", "nullable": True},
+                                 "version": {"type": "integer", "nullable": True},
+                                 "acknowledged": {"type": "object", "nullable": True}}},
             },
         },
     }

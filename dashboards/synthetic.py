@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.registry import without_guarantee
+from occupancy import incidents as inc
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
 from occupancy.heatmap import baselines
@@ -25,6 +26,7 @@ from readmodel.writer import (
     queue_alert,
     queue_baselines,
     queue_history,
+    queue_incident_step,
     queue_ledger,
     queue_meta,
     queue_update,
@@ -89,6 +91,28 @@ def write_alert(client: Any, alert: Mapping[str, Any]) -> str:
     queue_alert(pipe, alert)
     sid = pipe.execute()[0]
     return sid.decode() if isinstance(sid, bytes) else str(sid)
+
+
+def write_decisions(client: Any, tick: float, alerts: list[Mapping[str, Any]],
+                    values: Mapping[str, float] | None = None, *, quiet_s: float = inc.QUIET_S,
+                    mechanism: str | None = "laplace", with_alerts: bool = True) -> inc.Step:
+    """One tick of MIDE decisions, as the pipeline's writer applies them.
+
+    Appends the positive decisions to ``alerts`` (unless ``with_alerts`` is false) and
+    folds them into the incidents (:func:`occupancy.incidents.step` from the stored
+    state, then :func:`readmodel.writer.queue_incident_step`), in one transaction.
+    ``alerts`` may be empty: a tick without a positive decision can resolve incidents.
+    """
+    raw = client.get(rl.INCIDENTS_STATE)
+    st = inc.step(json.loads(raw) if raw else None, tick, alerts, values, quiet_s=quiet_s,
+                  mechanism=mechanism)
+    pipe = client.pipeline(transaction=True)
+    if with_alerts:
+        for a in alerts:
+            queue_alert(pipe, {**a, "tick": tick})
+    queue_incident_step(pipe, st)
+    pipe.execute()
+    return st
 
 
 def write_ledger(client: Any, mech: str, tick: float, epsilon: float, day: str) -> None:

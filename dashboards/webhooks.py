@@ -1,19 +1,29 @@
-"""Webhook delivery of fire-code alerts: signed, retried, dead-lettered, never lost.
+"""Webhook delivery of fire-code incidents or alerts: signed, retried, dead-lettered, never lost.
 
-A :class:`WebhookDispatcher` follows the ``alerts`` stream from a cursor kept in
-Redis (``webhook:{name}:cursor``) and POSTs each alert to one URL:
+A :class:`WebhookDispatcher` follows one stream from a cursor kept in Redis and POSTs
+each entry to one URL. Its ``source`` is either
 
-* body: the public alert JSON ``{id, tick, location, capacity, algorithm, beta}``
-  (never an ex-post ε);
+* ``"incidents"`` (what the CLIs deliver by default): the incident lifecycle of
+  ``incidents:events`` (occupancy/incidents.py), one POST per event, body
+  ``{id, event, key, incident}`` where ``event`` is ``open``, ``update`` (a new peak) or
+  ``resolve`` and ``incident`` is the public record (id, location, state, opened,
+  last_seen, resolved, peak, decisions, β, guarantee); the ``Idempotency-Key`` is the
+  event's ``key``, a hash of (incident id, event, version), so a replayed tick or a
+  retried delivery carries the same key; cursor ``webhook:{name}:incidents:cursor``;
+* ``"alerts"``: every MIDE decision of the ``alerts`` stream, body the public alert
+  JSON ``{id, tick, location, capacity, algorithm, beta}`` (never an ex-post ε), key
+  derived from its stream id; cursor ``webhook:{name}:cursor``.
+
+For both:
 * ``X-Occustream-Signature: t=<unix>,v2=<hex>`` with
   ``hex = HMAC-SHA256(secret, f"{t}.{idempotency_key}.{body}")`` — the signature covers
   the timestamp, the ``Idempotency-Key`` header and the body, so neither a stale
   delivery nor one replayed under a fresh key verifies. Receivers check it with
   :func:`verify_signature` (constant-time, with a timestamp tolerance against replay)
   and then drop keys they have already seen;
-* ``Idempotency-Key``: stable per alert (derived from its stream id), the same on
-  every retry, so a receiver that sees a key twice (after a dispatcher crash between
-  delivery and cursor update) drops the duplicate.
+* ``Idempotency-Key``: stable per delivery (see above), the same on every retry, so a
+  receiver that sees a key twice (after a dispatcher crash between delivery and cursor
+  update) drops the duplicate.
 
 The receiver URL may itself be a credential (many hook URLs carry a token in the path):
 log lines and dead letters name the subscriber and the URL's scheme and host only.
@@ -40,13 +50,14 @@ import aiohttp
 
 from mechanisms.errors import ConfigError, check_positive
 from occupancy import redis_layout as rl
-from readmodel.reader import public_alert
+from readmodel.reader import public_alert, public_incident_event
 
 log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Occustream-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 RETRYABLE = frozenset({408, 425, 429})
+SOURCES = {"alerts": rl.ALERTS_STREAM, "incidents": rl.INCIDENTS_STREAM}
 
 
 def secret_from_env(env: dict[str, str] | None = None) -> bytes:
@@ -111,7 +122,7 @@ def idempotency_key(alert_id: str) -> str:
 
 
 class WebhookDispatcher:
-    """Deliver every alert of the ``alerts`` stream to one URL (see module docstring).
+    """Deliver every entry of the alerts or incidents stream to one URL (module docstring).
 
     Args:
         redis_url: the read model.
@@ -122,12 +133,17 @@ class WebhookDispatcher:
         backoff_base_s: first retry delay; doubles each retry.
         backoff_max_s: cap on one delay.
         timeout_s: per-request timeout.
-        start: where a new subscriber starts: ``"$"`` (new alerts only) or ``"0"`` (all).
+        start: where a new subscriber starts: ``"$"`` (new entries only) or ``"0"`` (all).
+        source: ``"alerts"`` (every decision) or ``"incidents"`` (the lifecycle).
     """
 
     def __init__(self, redis_url: str, url: str, secret: bytes, *, name: str | None = None,
                  max_attempts: int = 6, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
-                 timeout_s: float = 5.0, start: str = "0") -> None:
+                 timeout_s: float = 5.0, start: str = "0", source: str = "alerts") -> None:
+        if source not in SOURCES:
+            raise ConfigError(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+        self.source = source
+        self.stream = SOURCES[source]
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"webhook url must start with http:// or https://, not {url!r}")
         if not isinstance(max_attempts, int) or max_attempts < 1:
@@ -145,21 +161,26 @@ class WebhookDispatcher:
         self.dead_lettered = 0
 
     async def _cursor(self, client: Any) -> str:
-        cur = await client.get(rl.webhook_cursor(self.name))
+        cur = await client.get(rl.webhook_cursor(self.name, self.stream))
         if cur is not None:
             return cur.decode() if isinstance(cur, bytes) else str(cur)
         if self.start == "$":
-            newest = await client.xrevrange(rl.ALERTS_STREAM, count=1)
+            newest = await client.xrevrange(self.stream, count=1)
             cur = newest[0][0].decode() if newest else "0-0"
         else:
             cur = "0-0"
-        await client.set(rl.webhook_cursor(self.name), cur)
+        await client.set(rl.webhook_cursor(self.name, self.stream), cur)
         return cur
 
+    def _key(self, doc: dict[str, Any]) -> str:
+        if self.source == "incidents" and doc.get("key"):
+            return str(doc["key"])
+        return idempotency_key(str(doc["id"]))
+
     async def deliver(self, session: aiohttp.ClientSession, alert: dict[str, Any]) -> str | None:
-        """POST one alert with retries; return None on success, else the last error."""
+        """POST one alert (or incident event) with retries; None on success, else the error."""
         body = json.dumps(alert, separators=(",", ":"), sort_keys=True).encode()
-        key = idempotency_key(str(alert["id"]))
+        key = self._key(alert)
         error = "not attempted"
         for attempt in range(self.max_attempts):
             if attempt:
@@ -184,14 +205,15 @@ class WebhookDispatcher:
 
     async def run_once(self, client: Any, session: aiohttp.ClientSession,
                        block_ms: int = 1000) -> int:
-        """Handle the alerts after the cursor (waiting up to ``block_ms``); return how many."""
+        """Handle the entries after the cursor (waiting up to ``block_ms``); return how many."""
         cur = await self._cursor(client)
-        rows = await client.xread({rl.ALERTS_STREAM: cur}, block=block_ms, count=100)
+        rows = await client.xread({self.stream: cur}, block=block_ms, count=100)
+        public = public_incident_event if self.source == "incidents" else public_alert
         n = 0
         for _, entries in rows or []:
             for sid, fields in entries:
                 sid_s = sid.decode() if isinstance(sid, bytes) else str(sid)
-                alert = public_alert(sid_s, fields.get(b"data", fields.get("data")))
+                alert = public(sid_s, fields.get(b"data", fields.get("data")))
                 error = await self.deliver(session, alert)
                 if error is None:
                     self.delivered += 1
@@ -199,11 +221,11 @@ class WebhookDispatcher:
                     self.dead_lettered += 1
                     log.warning("webhook %s: alert %s dead-lettered after %s", self.name, sid_s,
                                 error)
-                    await client.rpush(rl.webhook_dlq(self.name), json.dumps({
-                        "alert": alert, "idempotency_key": idempotency_key(sid_s),
+                    await client.rpush(rl.webhook_dlq(self.name, self.stream), json.dumps({
+                        "alert": alert, "idempotency_key": self._key(alert),
                         "url": public_url(self.url), "name": self.name, "error": error,
                         "ts": time.time()}))
-                await client.set(rl.webhook_cursor(self.name), sid_s)
+                await client.set(rl.webhook_cursor(self.name, self.stream), sid_s)
                 n += 1
         return n
 

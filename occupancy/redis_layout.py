@@ -26,6 +26,17 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``alerts:acks`` — hash, alert stream id → JSON ``{"ts", "role"}`` (acknowledgements)
 * ``webhook:{name}:cursor`` — string, last ``alerts`` stream id handled for a webhook
 * ``webhook:{name}:dlq`` — list of JSON dead letters (alert, idempotency key, error)
+* ``incidents`` — hash, incident id → JSON record (occupancy/incidents.py: location,
+  state open/resolved, opened, last_seen, resolved, peak, decisions, β, guarantee)
+* ``incidents:index`` — sorted set of incident ids, score = opening tick (newest last)
+* ``incidents:active`` — sorted set of the open incidents' ids, score = opening tick
+* ``incidents:events`` — stream (capped), field ``data`` = a lifecycle event JSON
+  ``{"event": open|update|resolve, "key", "incident"}``; the same JSON is published on
+  the pub/sub channel ``incidents``
+* ``incidents:acks`` — hash, incident id → JSON ``{"ts", "role"}`` (one per incident)
+* ``incidents:state`` — string (internal), the incident state machine's JSON state
+* ``webhook:{name}:incidents:cursor`` / ``webhook:{name}:incidents:dlq`` — the same as
+  the two above for a subscriber of the incident lifecycle
 """
 
 from __future__ import annotations
@@ -39,6 +50,13 @@ EVAL_PREFIX = "eval:true"
 ALERTS_ACKS = "alerts:acks"
 #: the worker's public privacy status: unit, ε_day, δ, spent today, the day's projection
 PRIVACY_STATUS = "privacy:status"
+INCIDENTS = "incidents"
+INCIDENTS_INDEX = "incidents:index"
+INCIDENTS_ACTIVE = "incidents:active"
+INCIDENTS_STREAM = "incidents:events"
+INCIDENTS_CHANNEL = "incidents"
+INCIDENTS_ACKS = "incidents:acks"
+INCIDENTS_STATE = "incidents:state"
 
 
 def latest(mech: str) -> str:
@@ -86,14 +104,15 @@ def eval_true(location: str) -> str:
     return f"{EVAL_PREFIX}:series:{location}"
 
 
-def webhook_cursor(name: str) -> str:
-    """Last ``alerts`` stream id a webhook subscriber has delivered or dead-lettered."""
-    return f"webhook:{name}:cursor"
+def webhook_cursor(name: str, source: str = ALERTS_STREAM) -> str:
+    """Last stream id (of ``alerts`` or ``incidents:events``) a webhook has handled."""
+    return f"webhook:{name}:cursor" if source == ALERTS_STREAM else \
+        f"webhook:{name}:incidents:cursor"
 
 
-def webhook_dlq(name: str) -> str:
-    """List of alerts a webhook subscriber gave up on (dead letters)."""
-    return f"webhook:{name}:dlq"
+def webhook_dlq(name: str, source: str = ALERTS_STREAM) -> str:
+    """List of alerts (or incident events) a webhook subscriber gave up on."""
+    return f"webhook:{name}:dlq" if source == ALERTS_STREAM else f"webhook:{name}:incidents:dlq"
 
 
 def state_key(app_id: str, stage: str, partition: int) -> str:

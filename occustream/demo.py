@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this many wall seconds (default 0: until Ctrl-C)")
     p.add_argument("--show", type=int, default=12,
                    help="locations shown per refresh (default 12, busiest first)")
+    p.add_argument("--history-days", type=float, default=0.0,
+                   help="release this many simulated days before --start into the read model "
+                        "first (the usual population, through the pipeline's release stage "
+                        "and writer), so colours compare against the usual day from the first "
+                        "frame; e.g. --history-days 7 --start 2026-01-12T07:00 --speed 60 "
+                        "(default 0: none)")
     p.add_argument("--log-dir", type=Path, default=None,
                    help="where child logs go (default a temp dir)")
     add_arguments(p)
@@ -117,7 +123,35 @@ def _render(r: Any, mech: str, locations: list[str], show: int, names: dict[str,
     lines.append(f"  alerts: {r.xlen(rl.ALERTS_STREAM)} in total")
     for _, fields in alerts:
         lines.append(_alert_line(json.loads(fields[b"data"]), names, tick_s))
+    lines += _incident_lines(r, names)
     return "\n".join(lines)
+
+
+def _incident_lines(r: Any, names: dict[str, str], show: int = 3) -> list[str]:
+    """The incidents (one per location and crowd): counts, then the newest, open first."""
+    total = r.zcard(rl.INCIDENTS_INDEX)
+    if not total:
+        return []
+    active = r.zcard(rl.INCIDENTS_ACTIVE)
+    ids = [i.decode() for i in r.zrevrange(rl.INCIDENTS_ACTIVE, 0, show - 1)]
+    ids += [i.decode() for i in r.zrevrange(rl.INCIDENTS_INDEX, 0, show - 1)
+            if i.decode() not in ids]
+    out = [f"  incidents: {active} open, {total} in total"]
+    for raw in r.hmget(rl.INCIDENTS, ids[:show]):
+        if raw is None:
+            continue
+        i = json.loads(raw)
+        hm = lambda t: time.strftime("%H:%M", time.gmtime(float(t)))  # noqa: E731
+        state = (f"OPEN since {time.strftime('%a %H:%M', time.gmtime(i['opened']))}, "
+                 f"last seen {hm(i['last_seen'])}" if i["state"] == "open" else
+                 f"resolved {time.strftime('%a', time.gmtime(i['opened']))} "
+                 f"{hm(i['opened'])}–{hm(i['last_seen'])}")
+        peak = f", peak ≈ {max(0.0, float(i['peak'])):.0f}" if i.get("peak") is not None else ""
+        d = i.get("decisions") or {}
+        out.append(f"   {'●' if i['state'] == 'open' else '✓'} "
+                   f"{names.get(i['location'], i['location'])}: {state}{peak} "
+                   f"({d.get('tick', 0)} tick + {d.get('hour', 0)} hour decisions)")
+    return out
 
 
 def _alert_line(a: dict[str, Any], names: dict[str, str], tick_s: float) -> str:
@@ -149,7 +183,8 @@ def _check_args(args: argparse.Namespace) -> None:
     check_positive("--speed", args.speed)
     Scenarios.from_names(args.scenarios.split(","))
     for name, value, low in (("--workers", args.workers, 1), ("--show", args.show, 1),
-                             ("--duration", args.duration, 0)):
+                             ("--duration", args.duration, 0),
+                             ("--history-days", args.history_days, 0)):
         if value < low:
             raise InvalidParameterError(f"{name} must be >= {low}, not {value!r}")
 
@@ -186,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
         if s.state_redis_url:
             env["OCCUSTREAM_STATE_REDIS_URL"] = s.state_redis_url
         try:
+            if args.history_days > 0:
+                from occustream.history import backfill, start_of
+
+                print(f"writing {args.history_days:g} days of released history…", flush=True)
+                backfill(env["REDIS_URL"], s, start_ts=start_of(args.start),
+                         days=args.history_days, seed=args.seed + 1)
             for i in range(max(args.workers, 1)):
                 procs.append(_spawn([sys.executable, "-m", "occustream.worker"], env,
                                     log_dir / f"worker-{i}.log"))

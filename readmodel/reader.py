@@ -30,6 +30,12 @@ from readmodel.uncertainty import NO_GUARANTEE, interval, noise_scale
 PUBLIC_ALERT_FIELDS = ("tick", "location", "capacity", "algorithm", "beta")
 #: public when present: the uncertainty width of device-day alerts (data independent)
 OPTIONAL_ALERT_FIELDS = ("alpha", "uncertainty", "window")
+#: Incident fields that may be shown to anyone (occupancy/incidents.py): decisions,
+#: public parameters and the peak of *released* values; never an ex-post ε.
+PUBLIC_INCIDENT_FIELDS = ("id", "location", "state", "opened", "last_seen", "resolved",
+                          "capacity", "algorithm", "beta", "peak", "peak_tick",
+                          "peak_mechanism", "decisions", "opened_by", "guarantee", "version",
+                          "alpha", "uncertainty")
 DEFAULT_TICK_S = 300.0
 #: A baseline needs released values from at least this many days to colour a cell.
 MIN_BASELINE_N = 2
@@ -62,6 +68,21 @@ def public_alert(alert_id: str, raw: Any) -> dict[str, Any]:
     out.update({k: doc[k] for k in OPTIONAL_ALERT_FIELDS if k in doc and "alpha" in doc})
     out["id"] = alert_id
     return out
+
+
+def public_incident(raw: Any) -> dict[str, Any]:
+    """An incident record reduced to its public fields."""
+    doc = _loads(raw)
+    doc = doc if isinstance(doc, dict) else {}
+    return {k: doc.get(k) for k in PUBLIC_INCIDENT_FIELDS}
+
+
+def public_incident_event(event_id: str, raw: Any) -> dict[str, Any]:
+    """A lifecycle event of ``incidents:events``: ``{id, event, key, incident}`` (public)."""
+    doc = _loads(raw)
+    doc = doc if isinstance(doc, dict) else {}
+    return {"id": event_id, "event": doc.get("event"), "key": doc.get("key"),
+            "incident": public_incident(json.dumps(doc.get("incident") or {}))}
 
 
 def _max_hour_epsilon(released: dict[float, float]) -> float:
@@ -301,6 +322,64 @@ class ReadModel:
             head = (f"event-level privacy only: ε {st.get('epsilon_tick'):g} per device per "
                     f"tick; a device present all day: ε {st.get('epsilon_projected_day'):g}")
         return {**st, "protected": ok, "headline": head}
+    # -- incidents ----------------------------------------------------------------------
+    async def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Incidents, the open ones first (newest opened first), then the newest resolved.
+
+        Each carries its acknowledgement (``{"ts", "role"}`` or None).
+        """
+        active = [_s(i) for i in await self.client.zrevrange(rl.INCIDENTS_ACTIVE, 0, limit - 1)]
+        recent = [_s(i) for i in await self.client.zrevrange(rl.INCIDENTS_INDEX, 0,
+                                                                limit + len(active) - 1)]
+        ids = active + [i for i in recent if i not in set(active)]
+        ids = ids[:limit]
+        if not ids:
+            return []
+        raws = await self.client.hmget(rl.INCIDENTS, ids)
+        acks = await self.client.hmget(rl.INCIDENTS_ACKS, ids)
+        out = []
+        for raw, ack in zip(raws, acks, strict=True):
+            if raw is None:
+                continue
+            doc = public_incident(raw)
+            doc["acknowledged"] = _loads(ack) if ack is not None else None
+            out.append(doc)
+        # the open set and the records are written in one transaction; sort on the record
+        out.sort(key=lambda d: (d["state"] != "open", -float(d["opened"] or 0)))
+        return out
+
+    async def incident(self, incident_id: str) -> dict[str, Any]:
+        """One incident; raise InvalidParameterError for an unknown id."""
+        raw = await self.client.hget(rl.INCIDENTS, incident_id)
+        if raw is None:
+            raise InvalidParameterError(
+                f"incident id must name an existing incident, not {incident_id!r}")
+        doc = public_incident(raw)
+        ack = await self.client.hget(rl.INCIDENTS_ACKS, incident_id)
+        doc["acknowledged"] = _loads(ack) if ack is not None else None
+        return doc
+
+    async def acknowledge_incident(self, incident_id: str, role: str) -> dict[str, Any]:
+        """Acknowledge an incident once (later calls return the first acknowledgement)."""
+        await self.incident(incident_id)  # unknown id → InvalidParameterError
+        ack = {"ts": time.time(), "role": role}
+        await self.client.hsetnx(rl.INCIDENTS_ACKS, incident_id, json.dumps(ack))
+        return _loads(await self.client.hget(rl.INCIDENTS_ACKS, incident_id))
+
+    async def incident_events(self, after: str | None = None, limit: int = 1000
+                              ) -> list[dict[str, Any]]:
+        """Lifecycle events after stream id ``after`` (oldest first), or the newest ones."""
+        if after:
+            try:
+                rows = await self.client.xrange(rl.INCIDENTS_STREAM, min=f"({after}",
+                                                count=limit)
+            except Exception as exc:  # noqa: BLE001 - redis: "Invalid stream ID"
+                raise InvalidParameterError(
+                    f"after must be an event id like 1700000000000-0, not {after!r}") from exc
+        else:
+            rows = list(reversed(await self.client.xrevrange(rl.INCIDENTS_STREAM,
+                                                             count=limit)))
+        return [public_incident_event(_s(i), f.get(b"data", f.get("data"))) for i, f in rows]
 
     # -- privacy ledger (admin only) -----------------------------------------------------
     async def ledger(self) -> dict[str, Any]:

@@ -24,12 +24,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from occupancy import incidents as inc
 from occupancy import redis_layout as rl
 from streams.pipeline.release import TickOutput
 
 log = logging.getLogger(__name__)
 
 ALERTS_MAXLEN = 10000
+INCIDENT_EVENTS_MAXLEN = 10000
 TRIM_EVERY_TICKS = 12
 LEDGER_MAXLEN = 1_000_000
 
@@ -112,6 +114,30 @@ def queue_alert(pipe: Any, alert: Mapping[str, Any]) -> None:
     pipe.publish(rl.ALERTS_CHANNEL, data)
 
 
+def queue_incident_step(pipe: Any, step: inc.Step) -> None:
+    """Queue one tick of the incident state machine (occupancy/incidents.py).
+
+    Writes the changed incident records (``incidents``, ``incidents:index``, the open
+    set ``incidents:active``), appends each lifecycle event to ``incidents:events`` and
+    publishes it on ``incidents``, and stores the machine's state. Call it once per tick
+    and only under the tick's done-flag guard (as :meth:`CacheWriter.write_tick` does),
+    so a replayed tick neither repeats an event nor moves the state twice.
+    """
+    for inc_id, rec in step.records.items():
+        pipe.hset(rl.INCIDENTS, inc_id, json.dumps(rec))
+        pipe.zadd(rl.INCIDENTS_INDEX, {inc_id: float(rec["opened"])})
+        if rec.get("state") == inc.OPEN:
+            pipe.zadd(rl.INCIDENTS_ACTIVE, {inc_id: float(rec["opened"])})
+        else:
+            pipe.zrem(rl.INCIDENTS_ACTIVE, inc_id)
+    for ev in step.events:
+        data = json.dumps(ev)
+        pipe.xadd(rl.INCIDENTS_STREAM, {"data": data}, maxlen=INCIDENT_EVENTS_MAXLEN,
+                  approximate=True)
+        pipe.publish(rl.INCIDENTS_CHANNEL, data)
+    pipe.set(rl.INCIDENTS_STATE, json.dumps(step.state))
+
+
 def queue_update(pipe: Any, mech: str, tick: float) -> None:
     """Queue the ``occ:updates`` notification of a written tick."""
     pipe.publish(rl.UPDATES_CHANNEL, json.dumps({"mech": mech, "tick": _tick_json(tick)}))
@@ -139,12 +165,14 @@ class CacheWriter:
     """Writes released ticks to Redis (``redis.asyncio`` client)."""
 
     def __init__(self, client: Any, locations: Sequence[str], *, tick_s: float,
-                 retention_ticks: int, eval_mode: bool = False) -> None:
+                 retention_ticks: int, eval_mode: bool = False,
+                 incident_quiet_s: float = inc.QUIET_S) -> None:
         self.r = client
         self.locations = list(locations)
         self.tick_s = tick_s
         self.retention_s = retention_ticks * tick_s
         self.eval_mode = eval_mode
+        self.incident_quiet_s = incident_quiet_s
         self._done_checked: set[str] = set()
 
     async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
@@ -179,7 +207,8 @@ class CacheWriter:
                               | {rel.mechanism for rel in out.releases})
         await self._migrate_done(ledger_mechs)
         watched = ([rl.release_done(m) for m in ledger_mechs]
-                   + sorted({rl.baseline(rel.mechanism) for rel in out.releases}))
+                   + sorted({rl.baseline(rel.mechanism) for rel in out.releases})
+                   + [rl.INCIDENTS_STATE])
         async with self.r.pipeline(transaction=True) as tx:
             while True:
                 await tx.watch(*watched)
@@ -205,10 +234,12 @@ class CacheWriter:
         for rel in out.releases:
             pipe.hmget(rl.baseline(rel.mechanism),
                        [rl.baseline_field(loc, slot) for loc in self.locations])
+        pipe.get(rl.INCIDENTS_STATE)
         got = await pipe.execute()
         done = {m: v is not None
                 for m, v in zip(ledger_mechs, got[:len(ledger_mechs)], strict=True)}
-        current = got[len(ledger_mechs):]
+        current = got[len(ledger_mechs):-1]
+        incident_state = got[-1]
 
         tx.multi()
         trim = slot % TRIM_EVERY_TICKS == 0  # trimming every tick doubles the commands
@@ -235,6 +266,9 @@ class CacheWriter:
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
                 queue_alert(tx, {**alert, "tick": tj})
+            # every tick MIDE decided (positive or not) moves the incidents: the quiet
+            # period is event time without a positive decision
+            queue_incident_step(tx, self._incident_step(out, incident_state))
         if self.eval_mode and true_counts is not None:
             for loc, v in zip(self.locations, true_counts, strict=False):
                 tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
@@ -246,6 +280,18 @@ class CacheWriter:
         for mech in mechs:
             queue_update(tx, mech, tick)
         await tx.execute()
+
+    def _incident_step(self, out: TickOutput, raw_state: Any) -> inc.Step:
+        """The incident state machine's step for this tick (peaks from the first release)."""
+        try:
+            state = json.loads(raw_state) if raw_state else None
+        except ValueError:
+            log.warning("%s: unreadable; incidents start afresh", rl.INCIDENTS_STATE)
+            state = None
+        rel = next((r for r in out.releases if r.values), None)
+        values = dict(zip(self.locations, rel.values, strict=False)) if rel else None
+        return inc.step(state, out.tick, out.alerts, values, quiet_s=self.incident_quiet_s,
+                        mechanism=rel.mechanism if rel else None)
 
     async def _migrate_done(self, mechs: Sequence[str]) -> None:
         """Convert ``occ:{mech}:done`` sets of older versions to sorted sets (once each)."""
@@ -320,6 +366,31 @@ def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequ
     return out
 
 
+def quiet_period(value: float | None = None,
+                         env: Mapping[str, str] | None = None) -> float:
+    """The incidents' quiet period: ``value``, else ``$OCCUSTREAM_INCIDENT_QUIET_S``, else 900 s.
+
+    Raises:
+        InvalidParameterError: not a positive finite number of seconds.
+    """
+    import os
+
+    from mechanisms.errors import InvalidParameterError
+
+    raw: Any = value
+    if raw is None:
+        raw = (os.environ if env is None else env).get("OCCUSTREAM_INCIDENT_QUIET_S", "")
+        raw = raw.strip() or inc.QUIET_S
+    try:
+        q = float(raw)
+    except (TypeError, ValueError):
+        q = float("nan")
+    if not 0 < q < float("inf"):
+        raise InvalidParameterError(
+            f"OCCUSTREAM_INCIDENT_QUIET_S must be a positive number of seconds, not {raw!r}")
+    return q
+
+
 class PipelineSink:
     """The read-model side of one pipeline worker (:class:`streams.runtime.ports.ReadModelSink`).
 
@@ -329,9 +400,11 @@ class PipelineSink:
     """
 
     def __init__(self, redis_url: str, locations: Sequence[str], *, tick_s: float,
-                 retention_ticks: int, eval_mode: bool = False) -> None:
+                 retention_ticks: int, eval_mode: bool = False,
+                 incident_quiet_s: float | None = None) -> None:
         self.redis_url = redis_url
         self._args = (list(locations), tick_s, retention_ticks, eval_mode)
+        self.incident_quiet_s = quiet_period(incident_quiet_s)
         self._client: Any = None
         self._writer: CacheWriter | None = None
 
@@ -339,7 +412,8 @@ class PipelineSink:
     def for_settings(cls, settings: Any, site: Any) -> PipelineSink:
         """A sink for a worker's settings (``redis_url``, ``tick_s``, retention, eval mode)."""
         return cls(settings.redis_url, site.location_ids, tick_s=settings.tick_s,
-                   retention_ticks=settings.retention_ticks, eval_mode=settings.eval_mode)
+                   retention_ticks=settings.retention_ticks, eval_mode=settings.eval_mode,
+                   incident_quiet_s=getattr(settings, "incident_quiet_s", None))
 
     async def writer(self) -> CacheWriter:
         """The cache writer (connects on first use)."""
@@ -351,7 +425,8 @@ class PipelineSink:
                 self.redis_url, socket_connect_timeout=30, socket_timeout=60,
                 health_check_interval=30)
             self._writer = CacheWriter(self._client, locations, tick_s=tick_s,
-                                       retention_ticks=retention_ticks, eval_mode=eval_mode)
+                                       retention_ticks=retention_ticks, eval_mode=eval_mode,
+                                       incident_quiet_s=self.incident_quiet_s)
         return self._writer
 
     async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:

@@ -682,9 +682,10 @@ def write_report(
         (out / "table_4_2.json").write_text(
             json.dumps([r.__dict__ for r in tune_rows], indent=2, default=float) + "\n"
         )
-    for i, (kind, blk) in enumerate(report.blocks):
-        if kind == "f":
-            (out / f"{i:02d}-{blk[2]}.png").write_bytes(blk[0])
+    # the names the Markdown report uses (report.Report._markdown): one file per figure
+    figures = [blk for kind, blk in report.blocks if kind == "f"]
+    for n, blk in enumerate(figures, 1):
+        (out / f"{stem}-{n:02d}-{blk[2]}.png").write_bytes(blk[0])
     return report.write(out, fmt, stem=stem)
 
 
@@ -738,7 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="occustream evaluate",
         description="Compare Laplace, PeGaSus (each smoother), hierarchical PeGaSus and TTL "
         "on simulated data: MAE, error by hour, window-sum error, event ROC, colour utility, "
-        "analysis tasks, and the ε/TTL each needs for 75 %% and 90 %% utility (Table 4.2).",
+        "analysis tasks, and the ε/TTL each needs for 75 % and 90 % utility (Table 4.2).",
     )
     add_data_arguments(p)
     p.add_argument("--eval-days", type=int, default=1, help="days scored for utility (default 1)")

@@ -100,6 +100,7 @@ class Settings:
     mide_epsilon_max: float = 1.0
     mide_hourly: bool = True
     capacity_factor: float = 1.0
+    incident_quiet_s: float = 900.0
     budget_epsilon_tick: float = 5.0
     budget_epsilon_day: float = 0.0
     eval_mode: bool = False
@@ -286,6 +287,8 @@ HELP = {
     "mide_hourly": "also alert on each hour's peak per location (ε_max more at the tick "
                    "closing each hour; tick_s must divide 3600)",
     "capacity_factor": "alert threshold = fire-code capacity × this",
+    "incident_quiet_s": "an over-capacity incident resolves after this many seconds of event "
+                        "time without a positive decision (occupancy/incidents.py)",
     "budget_epsilon_tick": "ε budget per tick (event-level); start is refused above it",
     "budget_epsilon_day": "ε budget per device-day (0 = no day cap)",
     "eval_mode": "ALSO write true counts to Redis eval:true:* (evaluation only!)",
@@ -492,6 +495,9 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
         )
     if not 0 < s.mide_beta < 0.5:
         raise ConfigError(f"mide_beta must be in (0, 0.5), not {s.mide_beta!r}")
+    if not 0 < s.incident_quiet_s < float("inf"):
+        raise ConfigError(
+            f"incident_quiet_s must be a positive number of seconds, not {s.incident_quiet_s!r}")
     if s.budget_epsilon_day < 0:
         raise ConfigError(
             f"budget_epsilon_day must be >= 0 (0 = none), not {s.budget_epsilon_day!r}")

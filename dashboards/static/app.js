@@ -12,7 +12,7 @@
   const state = {
     token: null, role: null, site: null, mechs: [], mech: null, meta: {},
     building: null, floor: null, snapshot: null, ticks: [], live: true, playing: null,
-    alerts: [], selected: null, palette: localStorage.getItem("occ.palette") || "cb",
+    incidents: [], selected: null, palette: localStorage.getItem("occ.palette") || "cb",
     scale: localStorage.getItem("occ.scale") || "auto", legendMode: null,
     es: null, locIndex: {},
   };
@@ -194,12 +194,19 @@
     }
     paint();
   }
+  // locations with an over-capacity incident open at the shown tick
   function alertingNow() {
     const s = new Set(); const tick = state.snapshot && state.snapshot.tick;
-    for (const a of state.alerts) if (!a.acknowledged && a.tick === tick) s.add(a.location);
+    if (!tick) return s;
+    for (const i of state.incidents) {
+      if (i.opened <= tick && (i.resolved === null || i.resolved === undefined || tick < i.resolved)) s.add(i.location);
+    }
     return s;
   }
+  const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
   function paint() {
+    const t = state.snapshot && state.snapshot.tick;
+    $("clock").textContent = t ? `${DAYS[new Date(t * 1000).getUTCDay()]} ${fmtHM(t)}` : "";
     const vals = (state.snapshot && state.snapshot.values) || {};
     const hot = alertingNow();
     for (const poly of document.querySelectorAll("#plan .loc")) {
@@ -212,7 +219,7 @@
       poly.classList.toggle("alerting", hot.has(id));
       poly.classList.toggle("selected", id === state.selected);
       const loc = state.locIndex[id];
-      poly.setAttribute("aria-label", `${loc.name}: ${v ? "about " + Math.max(0, Math.round(v.value)) + " people" : "no data"}, capacity ${loc.capacity}${hot.has(id) ? ", over capacity alert" : ""}`);
+      poly.setAttribute("aria-label", `${loc.name}: ${v ? "about " + Math.max(0, Math.round(v.value)) + " people" : "no data"}, capacity ${loc.capacity}${hot.has(id) ? ", over-capacity incident" : ""}`);
       const label = document.querySelector(`#plan text[data-label-for="${CSS.escape(id)}"]`);
       if (label) {
         label.setAttribute("fill", inkFor(v ? c : "#e3e6ea"));
@@ -282,32 +289,52 @@
     a.href = URL.createObjectURL(blob); a.download = `${state.mech}-${id}.csv`; a.click();
   }
 
-  // ---------- alerts ----------
-  function renderAlerts() {
-    const ul = $("alerts"); ul.innerHTML = "";
-    const open = state.alerts.filter((a) => !a.acknowledged).length;
-    $("alert-count").textContent = open; $("alert-count").className = "badge" + (open ? " hot" : "");
-    $("no-alerts").hidden = state.alerts.length > 0;
-    for (const a of state.alerts.slice(0, 100)) {
-      const loc = state.locIndex[a.location];
+  // ---------- incidents (one per location and over-capacity episode) ----------
+  function sortIncidents() {
+    state.incidents.sort((a, b) => (a.state === "open" ? 0 : 1) - (b.state === "open" ? 0 : 1) || b.opened - a.opened);
+  }
+  function renderIncidents() {
+    const ul = $("incidents"); ul.innerHTML = "";
+    const open = state.incidents.filter((i) => i.state === "open");
+    const waiting = open.filter((i) => !i.acknowledged).length;
+    $("incident-count").textContent = open.length;
+    $("incident-count").className = "badge" + (waiting ? " hot" : "");
+    $("incident-count").title = `${open.length} open, ${waiting} not acknowledged`;
+    $("no-incidents").hidden = state.incidents.length > 0;
+    for (const i of state.incidents.slice(0, 100)) {
+      const loc = state.locIndex[i.location];
       const li = document.createElement("li");
-      li.dataset.alertId = a.id; li.className = a.acknowledged ? "acked" : "";
-      li.innerHTML = `<span class="a-title">${esc(loc ? loc.name : a.location)} — over capacity${a.capacity ? " (" + a.capacity + ")" : ""}</span>
-        <span class="a-meta">${fmtTime(a.tick)} · ${esc(a.algorithm || "?")} · β = ${a.beta ?? "?"}${a.uncertainty ? " · " + esc(a.uncertainty) : ""}${a.acknowledged ? " · acknowledged" : ""}</span>`;
+      li.dataset.incidentId = i.id; li.dataset.state = i.state;
+      li.className = i.state + (i.acknowledged ? " acked" : "");
+      const d = i.decisions || {};
+      const when = i.state === "open"
+        ? `open since ${fmtHM(i.opened)} · last seen ${fmtHM(i.last_seen)}`
+        : `${fmtHM(i.opened)}–${fmtHM(i.last_seen)} · resolved ${fmtHM(i.resolved)}`;
+      const peak = i.peak === null || i.peak === undefined ? "" : ` · peak ≈ ${Math.max(0, Math.round(i.peak))} (${esc(i.peak_mechanism || "released")})`;
+      li.innerHTML = `<span class="a-title"><span class="chip">${i.state === "open" ? "OPEN" : "resolved"}</span> ${esc(loc ? loc.name : i.location)} — over capacity${i.capacity ? " (" + i.capacity + ")" : ""}</span>
+        <span class="a-meta">${dayOf(i.opened)} ${when}${peak}</span>
+        <span class="a-meta" title="${esc(i.guarantee || "")}">${d.tick || 0} tick + ${d.hour || 0} hour decisions · ${esc(i.algorithm || "?")} · β = ${i.beta ?? "?"} per decision${i.uncertainty ? " · " + esc(i.uncertainty) : ""}${i.acknowledged ? " · acknowledged" : ""}</span>`;
       const btn = document.createElement("button"); btn.type = "button";
-      btn.textContent = a.acknowledged ? "Done" : "Acknowledge";
-      btn.disabled = !!a.acknowledged || state.role !== "admin";
+      btn.textContent = i.acknowledged ? "Acknowledged" : "Acknowledge";
+      btn.disabled = !!i.acknowledged || state.role !== "admin";
       if (state.role !== "admin") btn.title = "the admin token is needed to acknowledge";
-      btn.setAttribute("aria-label", `acknowledge alert for ${loc ? loc.name : a.location}`);
+      btn.setAttribute("aria-label", `acknowledge the incident in ${loc ? loc.name : i.location}`);
       btn.addEventListener("click", async () => {
-        try { const r = await api(`/api/alerts/${encodeURIComponent(a.id)}/ack`, { method: "POST" }); a.acknowledged = r.acknowledged; renderAlerts(); paint(); }
+        try { const r = await api(`/api/incidents/${encodeURIComponent(i.id)}/ack`, { method: "POST" }); i.acknowledged = r.acknowledged; renderIncidents(); paint(); }
         catch (e) { btn.title = e.message; }
       });
       li.appendChild(btn);
-      li.addEventListener("click", (ev) => { if (ev.target === btn) return; const l = state.locIndex[a.location]; if (l) { goTo(l); select(a.location); } });
+      li.addEventListener("click", (ev) => { if (ev.target === btn) return; const l = state.locIndex[i.location]; if (l) { goTo(l); select(i.location); } });
       ul.appendChild(li);
     }
   }
+  function upsertIncident(rec) {
+    const old = state.incidents.find((x) => x.id === rec.id);
+    if (old) { if ((rec.version || 0) >= (old.version || 0)) Object.assign(old, rec, { acknowledged: old.acknowledged || rec.acknowledged || null }); }
+    else state.incidents.push({ acknowledged: null, ...rec });
+    sortIncidents(); renderIncidents(); paint();
+  }
+
   function goTo(loc) {
     const b = state.site.buildings.find((x) => x.locations.some((l) => l.id === loc.id));
     if (b.id !== state.building || (loc.floor !== state.floor && state.floor !== "*")) { state.building = b.id; state.floor = loc.floor; renderAll(); }
@@ -388,7 +415,20 @@
     state.snapshot = await api(`/api/snapshot?mech=${encodeURIComponent(state.mech)}${q}`);
     paint();
   }
-  async function loadAlerts() { state.alerts = (await api("/api/alerts?limit=100")).alerts; renderAlerts(); }
+  // merge, never roll back: a response that started before a lifecycle event arrived over
+  // SSE carries an older version of that incident (versions rise with each event)
+  async function loadIncidents() {
+    const got = (await api("/api/incidents?limit=100")).incidents;
+    const old = new Map(state.incidents.map((i) => [i.id, i]));
+    const ids = new Set(got.map((i) => i.id));
+    state.incidents = got.map((i) => {
+      const o = old.get(i.id);
+      if (o && (o.version || 0) > (i.version || 0)) return o;
+      return { ...i, acknowledged: i.acknowledged || (o && o.acknowledged) || null };
+    });
+    for (const o of old.values()) if (!ids.has(o.id)) state.incidents.push(o);
+    sortIncidents(); renderIncidents();
+  }
   async function refreshAll() {
     await loadMechs();
     if (!state.mech) { state.snapshot = null; paint(); return; }
@@ -425,11 +465,13 @@
       }
       if (state.live) { state.snapshot = snap; $("scrub").value = state.ticks.length - 1; paint(); }
       renderLedger().catch(() => {});
+      // open incidents move their "last seen" silently with each tick: re-read them
+      if (state.incidents.some((i) => i.state === "open")) loadIncidents().then(paint).catch(() => {});
     });
-    es.addEventListener("alert", (ev) => {
-      const a = JSON.parse(ev.data);
-      if (state.alerts.some((x) => x.id === a.id)) return;
-      state.alerts.unshift(a); renderAlerts(); paint();
+    es.addEventListener("incident", (ev) => { upsertIncident(JSON.parse(ev.data).incident); });
+    es.addEventListener("incident_ack", (ev) => {
+      const a = JSON.parse(ev.data), i = state.incidents.find((x) => x.id === a.id);
+      if (i && !i.acknowledged) { i.acknowledged = a.acknowledged; renderIncidents(); }
     });
     es.onerror = () => { setStatus("reconnecting…", "down"); };
   }
@@ -475,7 +517,7 @@
     renderLegend();
     await refreshAll();
     renderAll();
-    await loadAlerts();
+    await loadIncidents();
     paint();
     connect();
     renderPrivacyHead().catch((e) => console.error("privacy: " + e.message));

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from dash_support import TOKENS
 
-from dashboards.synthetic import seed, write_alert, write_tick
+from dashboards.synthetic import seed, write_decisions, write_tick
 from occupancy import redis_layout as rl
 from readmodel.reader import day_of
 
@@ -92,24 +93,70 @@ def test_new_tick_changes_colours_without_reload(seeded: dict[str, Any], page: A
         day_of(new_tick - 300))
 
 
-def test_alert_appears_live_and_can_be_acknowledged(seeded: dict[str, Any], page: Any,
-                                                    redis_client: Any) -> None:
+def _decision(loc: str, capacity: int, window: str = "tick", **extra: Any) -> dict[str, Any]:
+    return {"location": loc, "capacity": capacity, "algorithm": "DPPWLM", "beta": 0.01,
+            "window": window, **extra}
+
+
+def test_incident_opens_updates_is_acknowledged_once_and_resolves(
+        seeded: dict[str, Any], page: Any, redis_client: Any) -> None:
+    """One crowd in hall-110 → one incident in the list, live, through its lifecycle."""
     _open(page, seeded["url"])
-    assert page.inner_text("#alert-count") == "0"
-    tick = int(seeded["written"]["ticks"][-1])
-    aid = write_alert(redis_client, {"tick": tick, "location": "hall-110", "capacity": 150,
-                                     "algorithm": "DPPWLM", "beta": 0.01,
-                                     "ex_post_epsilon": 0.4242})
-    item = page.wait_for_selector(f"#alerts li[data-alert-id='{aid}']", timeout=10_000)
+    assert page.inner_text("#incident-count") == "0"
+    tick = int(seeded["written"]["ticks"][-1]) + 300
+    # a crowd: four positive tick decisions (one with an ex-post ε that must not show)
+    # (decisions first: the pipeline's writer notifies the tick after writing both)
+    for k, value in enumerate((160.0, 171.0, 168.0)):
+        write_decisions(redis_client, tick + 300 * k,
+                        [_decision("hall-110", 150, ex_post_epsilon=0.4242)],
+                        {"hall-110": value}, quiet_s=900)
+        write_tick(redis_client, "laplace", tick + 300 * k, {"hall-110": value})
+    inc_id = redis_client.zrange(rl.INCIDENTS_ACTIVE, 0, -1)[0].decode()
+    item = page.wait_for_selector(f"#incidents li[data-incident-id='{inc_id}']",
+                                  timeout=10_000)
+    page.wait_for_function(  # the update (a new peak) and the silent last decision
+        "id => { const i = window.__occustream.incidents.find(i => i.id === id) || {};"
+        " return i.peak === 171 && (i.decisions || {}).tick === 3; }",
+        arg=inc_id, timeout=10_000)
+    item = page.wait_for_selector(f"#incidents li[data-incident-id='{inc_id}']")
     text = item.inner_text()
-    assert "Public 110" in text and "DPPWLM" in text and "β = 0.01" in text
+    assert "Public 110" in text and "OPEN" in text and "β = 0.01 per decision" in text
+    assert "peak ≈ 171" in text and "3 tick + 0 hour decisions" in text
     assert "0.4242" not in page.content()
-    assert page.inner_text("#alert-count") == "1"
-    assert "alerting" in page.get_attribute("[data-location='hall-110']", "class")
+    assert page.locator("#incidents li").count() == 1  # one crowd, one incident
+    assert page.inner_text("#incident-count") == "1"
+    # the clock shows the shown tick's weekday and time
+    last = tick + 600
+    day = ("Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed")[(last // 86400) % 7]
+    page.wait_for_function("want => document.querySelector('#clock').textContent === want",
+                           arg=f"{day} {time.strftime('%H:%M', time.gmtime(last))}",
+                           timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-location='hall-110']\").classList"
+        ".contains('alerting')", timeout=10_000)
     assert page.evaluate("window.__marker") == "no-reload"
-    item.query_selector("button").click()
-    page.wait_for_selector(f"#alerts li.acked[data-alert-id='{aid}']", timeout=5_000)
-    assert redis_client.hexists(rl.ALERTS_ACKS, aid)
+    # acknowledged once: the button is then disabled and the first acknowledgement stays
+    page.click(f"#incidents li[data-incident-id='{inc_id}'] button")
+    page.wait_for_selector(f"#incidents li.acked[data-incident-id='{inc_id}']", timeout=5_000)
+    assert page.is_disabled(f"#incidents li[data-incident-id='{inc_id}'] button")
+    first_ack = json.loads(redis_client.hget(rl.INCIDENTS_ACKS, inc_id))
+    assert redis_client.hlen(rl.INCIDENTS_ACKS) == 1
+    # the hour decision of the same crowd joins it; quiet ticks then resolve it
+    for k in range(3, 7):
+        t = tick + 300 * k
+        write_decisions(redis_client, t, [_decision("hall-110", 150, "hour")] if k == 3 else [],
+                        {"hall-110": 40.0}, quiet_s=900)
+        write_tick(redis_client, "laplace", t, {"hall-110": 40.0})
+    page.wait_for_selector(f"#incidents li.resolved[data-incident-id='{inc_id}']",
+                           timeout=10_000)
+    text = page.inner_text(f"#incidents li[data-incident-id='{inc_id}']")
+    assert "resolved" in text and "3 tick + 1 hour decisions" in text
+    assert page.locator("#incidents li").count() == 1
+    assert page.inner_text("#incident-count") == "0"
+    assert json.loads(redis_client.hget(rl.INCIDENTS_ACKS, inc_id)) == first_ack
+    kinds = [json.loads(f[b"data"])["event"] for _, f in redis_client.xrange(rl.INCIDENTS_STREAM)]
+    assert kinds == ["open", "update", "resolve"]
+    assert page.js_errors == []
 
 
 def test_scrubber_replays_the_day(seeded: dict[str, Any], page: Any) -> None:
@@ -145,8 +192,8 @@ def test_scrubber_replays_the_day(seeded: dict[str, Any], page: Any) -> None:
 def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any,
                                             artifacts_dir: Path, redis_client: Any) -> None:
     tick = int(seeded["written"]["ticks"][-1])
-    write_alert(redis_client, {"tick": tick, "location": "hall-101", "capacity": 80,
-                               "algorithm": "TSLM", "beta": 0.05})
+    write_decisions(redis_client, tick, [{"location": "hall-101", "capacity": 80,
+                                          "algorithm": "TSLM", "beta": 0.05}])
     for name, (w, h), token in (("laptop", (1366, 768), TOKENS.analyst),
                                 ("large", (1920, 1080), TOKENS.admin)):
         ctx = browser.new_context(viewport={"width": w, "height": h})
@@ -164,7 +211,7 @@ def test_keyboard_tooltip_roles_and_layouts(seeded: dict[str, Any], browser: Any
         page.wait_for_selector("#details dl")
         if token == TOKENS.analyst:
             assert page.is_hidden("#privacy")
-            assert page.is_disabled("#alerts li button")
+            assert page.is_disabled("#incidents li button")
         else:
             page.wait_for_selector("#ledger table tr[data-mech='ttl']")
             assert "no formal guarantee" in page.inner_text("#ledger")
@@ -211,9 +258,10 @@ def test_empty_state_then_first_data(served: Any, page: Any, redis_client: Any,
 
 def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_client: Any,
                                        artifacts_dir: Path) -> None:
-    """The README picture: Donald Bren Hall mid-afternoon with two alerts.
+    """A synthetic picture: Donald Bren Hall mid-afternoon with two open incidents.
 
-    Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also refreshes docs/screenshot.png.
+    Saved to artifacts; ``OCCUSTREAM_UPDATE_SCREENSHOT=1`` also writes docs/screenshot-synthetic.png
+    (docs/screenshot.png is taken from the real demo, see README).
     """
     from dash_support import Served
 
@@ -229,18 +277,19 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
     tick = int(w["ticks"][-1])
     served = Served(site, redis_url)
     try:
-        # alerts where the (made-up) released value is closest to capacity
+        # incidents where the (made-up) released value is closest to capacity
         ratio = w["values"]["laplace"][-1] / np.asarray(site.capacities, dtype=float)
-        for j in np.argsort(ratio)[-2:]:
-            loc = site.locations[int(j)]
-            write_alert(redis_client, {"tick": tick, "location": loc.id,
-                                       "capacity": loc.capacity, "algorithm": "TSLM",
-                                       "beta": 0.05})
+        hot = [site.locations[int(j)] for j in np.argsort(ratio)[-2:]]
+        write_decisions(redis_client, tick, [
+            {"location": loc.id, "capacity": loc.capacity, "algorithm": "TSLM",
+             "beta": 0.05} for loc in hot],
+            {loc.id: float(w["values"]["laplace"][-1][site.location_index[loc.id]])
+             for loc in hot})
         ctx = browser.new_context(viewport={"width": 1600, "height": 1000})
         page = ctx.new_page()
         _open(page, served.url, TOKENS.admin)
         assert page.locator("#plan .loc").count() == len(site.locations)  # all floors
-        page.wait_for_selector("#alerts li", timeout=10_000)
+        page.wait_for_selector("#incidents li", timeout=10_000)
         page.wait_for_selector("#ledger table", timeout=10_000)
         some = site.locations[min(10, len(site.locations) - 1)].id
         page.click(f"[data-location='{some}']")
@@ -249,7 +298,7 @@ def test_screenshot_of_a_real_building(browser: Any, redis_url: str, redis_clien
         page.locator(f"[data-location='{hover[0].id}']").hover()
         page.screenshot(path=str(artifacts_dir / "dashboard-dbh.png"))
         if os.environ.get("OCCUSTREAM_UPDATE_SCREENSHOT"):
-            page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+            page.screenshot(path=str(REPO / "docs" / "screenshot-synthetic.png"))
         assert page.js_errors == [] if hasattr(page, "js_errors") else True
         ctx.close()
     finally:

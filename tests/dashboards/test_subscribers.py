@@ -39,8 +39,8 @@ def test_alerts_follow_prints_alerts_as_they_arrive(redis_url: str, redis_client
     old = write_alert(redis_client, {"tick": 1_790_000_000, "location": "hall-101",
                                      "capacity": 80, "algorithm": "TSLM", "beta": 0.05})
     env = dict(os.environ, REDIS_URL=redis_url)
-    proc = subprocess.Popen([sys.executable, "-m", "occustream.cli", "alerts", "--follow", "--json",
-                             "--last", "1"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "occustream.cli", "alerts", "--decisions",
+                             "--follow", "--json", "--last", "1"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     lines = Lines(proc)
     try:
@@ -61,8 +61,8 @@ def test_alerts_text_output_and_bad_input(redis_url: str, redis_client: Any) -> 
     write_alert(redis_client, {"tick": 1_790_000_000, "location": "hall-101", "capacity": 80,
                                "algorithm": "TSLM", "beta": 0.05})
     env = dict(os.environ, REDIS_URL=redis_url)
-    out = subprocess.run([sys.executable, "-m", "occustream.cli", "alerts"], env=env,
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run([sys.executable, "-m", "occustream.cli", "alerts", "--decisions"],
+                         env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0
     assert "OVER CAPACITY  hall-101" in out.stdout and "β=0.05" in out.stdout
     env.pop("REDIS_URL")

@@ -248,6 +248,40 @@ def test_alerts_for_injected_overcapacity(crash_run, sim, redis_url):
         s["location"] for s in injected}
 
 
+def test_incidents_exactly_once_after_crash(crash_run, sim, redis_url):
+    """Despite the SIGKILL, the stored incidents and lifecycle events equal the offline
+    fold of the decision log over every released tick (occupancy/incidents.py), and each
+    injected crowd is one incident."""
+    from occupancy import incidents as inc
+    from occupancy.buildings import load_site
+
+    site = load_site(crash_run.settings.site)
+    r = redis.Redis.from_url(redis_url)
+    try:
+        alerts = [json.loads(f[b"data"]) for _, f in r.xrange(rl.ALERTS_STREAM)]
+        events = [json.loads(f[b"data"]) for _, f in r.xrange(rl.INCIDENTS_STREAM)]
+        stored = {k.decode(): json.loads(v) for k, v in r.hgetall(rl.INCIDENTS).items()}
+        ticks = [t for _, t in r.zrange(rl.ticks(MECHS[0]), 0, -1, withscores=True)]
+        series = {}
+        for loc in site.location_ids:
+            for m in r.zrange(rl.series(MECHS[0], loc), 0, -1):
+                d = json.loads(m)
+                series.setdefault(float(d["tick"]), {})[loc] = d["value"]
+    finally:
+        r.close()
+    by_tick = collections.defaultdict(list)
+    for a in alerts:
+        by_tick[float(a["tick"])].append(a)
+    _, want_events, want = inc.replay(
+        [(t, by_tick.get(t, []), series.get(t)) for t in ticks], mechanism=MECHS[0])
+    assert events == want_events
+    assert stored == want
+    for s in (s for s in sim.truth["scenarios"] if s["type"] == "overcapacity"):
+        mine = [i for i in stored.values() if i["location"] == s["location"]
+                and s["start_ts"] <= i["opened"] < s["end_ts"] + 600]
+        assert len(mine) == 1, mine
+
+
 def test_dlq_reasons_and_no_raw_macs(crash_run, sim, redis_url):
     dlq = [json.loads(v) for _, v in read_topic(crash_run.bootstrap,
                                                 crash_run.topic("wifi.observations.dlq"))]
