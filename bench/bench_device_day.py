@@ -40,7 +40,7 @@ import math
 import time
 
 import numpy as np
-from streams.buildings import load_site
+from occupancy.buildings import load_site
 
 from mechanisms import consistency, continual, device_day, hierarchical
 from mechanisms.gaussian import discrete_gaussian
@@ -66,7 +66,7 @@ def _week(seed: int) -> dict:
     ticks = occ.ticks
     abs_tick = np.round(ticks / TICK_S).astype(np.int64)
     truth = np.array([tree.aggregate(c) for c in occ.counts])
-    # presence rows (device, tick index, location) by the oracle's own rule (streams.oracle)
+    # presence rows (device, tick index, location) by the oracle's own rule (occupancy.oracle)
     ev = [e for e in sim.events()
           if isinstance(e.get("ts"), float) and e.get("ap") in site.ap_location]
     ids: dict[str, int] = {}

@@ -9,6 +9,7 @@ copy of the tree and shows that the check fails.
 from __future__ import annotations
 
 import ast
+import importlib
 import shutil
 from pathlib import Path
 
@@ -187,3 +188,20 @@ def test_the_name_check_fails_on_a_branch(tmp_path):
     (tmp_path / "readmodel" / "x.py").write_text(
         "def f(mech):\n    return 1 if mech == 'pegasus' else 2\n")
     assert name_branches(tmp_path) == ["readmodel/x.py:2 branches on ['pegasus']"]
+
+
+def _all_modules() -> list[str]:
+    out = []
+    for pkg in LAYERS:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "results" in parts:
+                continue
+            out.append(".".join(parts).removesuffix(".__init__"))
+    return out
+
+
+@pytest.mark.parametrize("module", _all_modules())
+def test_every_module_imports(module):
+    """A module that imports a moved or renamed module fails here, not in a user's hands."""
+    importlib.import_module(module)
