@@ -34,7 +34,6 @@ replays must preserve per-device order (Kafka keys by device, which does).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import math
 import re
@@ -87,8 +86,9 @@ def normalize_mac(mac: str) -> str:
 
 
 def _hmac_hex(key: bytes, *parts: bytes) -> str:
+    # hmac.digest: the one-shot C implementation, the same bytes as hmac.new(...).digest()
     msg = b"\x00".join(parts)
-    return hmac.new(key, msg, hashlib.sha256).hexdigest()[:PSEUDONYM_HEX_CHARS]
+    return hmac.digest(key, msg, "sha256").hex()[:PSEUDONYM_HEX_CHARS]
 
 
 def hmac_pseudonym(key: bytes, mac: str) -> str:
@@ -154,8 +154,8 @@ def ttl_pseudonym(
         new = TtlSaltState(salt_counter=state.salt_counter + 1, salt_started_ts=t)
     else:
         new = state
-    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + float(new.salt_started_ts).hex().encode(),
-                    hashlib.sha256).digest()
+    salt = hmac.digest(k, b"ttl-salt\x00" + dev + b"\x00"
+                       + float(new.salt_started_ts).hex().encode(), "sha256")
     return _hmac_hex(salt, b"ttl-pseudonym", dev), new
 def ttl_expired(state: TtlSaltState, watermark_ts: float, ttl_s: float) -> bool:
     """Whether a device's TTL state can be dropped at this watermark.

@@ -55,7 +55,7 @@ from occupancy.schema import (
     quick_fields,
     validate,
 )
-from streams.pipeline.identity import salt_holds, state_from_json, state_to_json
+from streams.pipeline.identity import salt_window, state_from_json, state_to_json
 
 REDACTED = "<redacted>"
 #: Watermark marker records on ``wifi.observations`` start with this (see :func:`sign_marker`).
@@ -238,12 +238,14 @@ class PartitionState:
     dlq_counts: dict[str, int] = field(default_factory=dict)
     # memos of pure functions, in process memory only (not in checkpoints, not compared):
     # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms, the
-    # pseudonymizer they were computed with, and HMAC pseudonym → (TTL state, TTL pseudonym)
+    # pseudonymizer they were computed with, and HMAC pseudonym → (TTL state, TTL
+    # pseudonym, the event times for which that salt holds (identity.salt_window), the
+    # salted identifier: the MAC, or the pseudonym for a record pseudonymised at the edge)
     _macs: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _edge: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _memo_of: Any = field(default=None, repr=False, compare=False)
-    _ttl_memo: dict[str, tuple[Any, str]] = field(default_factory=dict, repr=False,
-                                                  compare=False)
+    _ttl_memo: dict[str, tuple[Any, str, float, float, str]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     # ---- serialisation -------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -348,12 +350,13 @@ class PartitionState:
             if track_ttl:
                 st = ttl_state.get(pid)
                 memo = ttl_memo.get(pid)
-                if memo is not None and memo[0] is st and salt_holds(st, ts, ttl_s):
-                    tid = memo[1]
+                if (memo is not None and memo[0] is st and memo[2] <= ts < memo[3]
+                        and memo[4] == mac):
+                    tid = memo[1]  # the salt holds: ttl_step would return (tid, st)
                 else:
                     tid, st = ttl_step(secret, mac, ts, st, ttl_s)  # type: ignore[misc]
                     ttl_state[pid] = st
-                    ttl_memo[pid] = (st, tid)
+                    ttl_memo[pid] = (st, tid, *salt_window(st, ttl_s), mac)
                 tl = ttl_devices.get(tid)
                 if tl is None:
                     ttl_devices[tid] = [entry]
@@ -479,7 +482,8 @@ def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_
     flat = list(chain.from_iterable(lists))
     if not flat:
         return np.zeros((n, n_loc), dtype=np.int64)
-    a = np.array(flat, dtype=np.float64)
+    m = len(flat)
+    a = np.fromiter(chain.from_iterable(flat), dtype=np.float64, count=3 * m).reshape(m, 3)
     ts = a[:, 0]
     li = a[:, 2].astype(np.intp)
     nxt = np.empty_like(ts)
