@@ -60,6 +60,7 @@ PSEUDONYM_HEX_CHARS = 32
 
 _MIN_KEY_BYTES = 16
 _MAC_RE = re.compile(r"^[0-9a-f]{2}([:\-.]?[0-9a-f]{2}){5}$")
+_MAC_SEP = re.compile(r"[:\-.]")
 
 
 def _check_key(key: bytes) -> bytes:
@@ -81,7 +82,7 @@ def normalize_mac(mac: str) -> str:
         raise InvalidParameterError(f"mac must be a non-empty string, not {mac!r}")
     m = mac.strip().lower()
     if _MAC_RE.match(m):
-        return re.sub(r"[:\-.]", "", m)
+        return _MAC_SEP.sub("", m)
     return m
 
 
