@@ -34,7 +34,6 @@ replays must preserve per-device order (Kafka keys by device, which does).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import math
 import re
@@ -61,6 +60,7 @@ PSEUDONYM_HEX_CHARS = 32
 
 _MIN_KEY_BYTES = 16
 _MAC_RE = re.compile(r"^[0-9a-f]{2}([:\-.]?[0-9a-f]{2}){5}$")
+_MAC_SEP = re.compile(r"[:\-.]")
 
 
 def _check_key(key: bytes) -> bytes:
@@ -82,13 +82,14 @@ def normalize_mac(mac: str) -> str:
         raise InvalidParameterError(f"mac must be a non-empty string, not {mac!r}")
     m = mac.strip().lower()
     if _MAC_RE.match(m):
-        return re.sub(r"[:\-.]", "", m)
+        return _MAC_SEP.sub("", m)
     return m
 
 
 def _hmac_hex(key: bytes, *parts: bytes) -> str:
+    # hmac.digest: the one-shot C implementation, the same bytes as hmac.new(...).digest()
     msg = b"\x00".join(parts)
-    return hmac.new(key, msg, hashlib.sha256).hexdigest()[:PSEUDONYM_HEX_CHARS]
+    return hmac.digest(key, msg, "sha256").hex()[:PSEUDONYM_HEX_CHARS]
 
 
 def hmac_pseudonym(key: bytes, mac: str) -> str:
@@ -154,8 +155,8 @@ def ttl_pseudonym(
         new = TtlSaltState(salt_counter=state.salt_counter + 1, salt_started_ts=t)
     else:
         new = state
-    salt = hmac.new(k, b"ttl-salt\x00" + dev + b"\x00" + float(new.salt_started_ts).hex().encode(),
-                    hashlib.sha256).digest()
+    salt = hmac.digest(k, b"ttl-salt\x00" + dev + b"\x00"
+                       + float(new.salt_started_ts).hex().encode(), "sha256")
     return _hmac_hex(salt, b"ttl-pseudonym", dev), new
 def ttl_expired(state: TtlSaltState, watermark_ts: float, ttl_s: float) -> bool:
     """Whether a device's TTL state can be dropped at this watermark.

@@ -14,8 +14,8 @@ from typing import Any
 from mechanisms.pseudonym import TTL_GUARANTEE, TtlSaltState, hmac_pseudonym, ttl_pseudonym
 from occupancy.schema import Observation
 
-__all__ = ["TTL_GUARANTEE", "TTLIdentity", "pseudonymizer", "ttl_step", "state_from_json",
-           "state_to_json", "salt_start"]
+__all__ = ["TTL_GUARANTEE", "TTLIdentity", "pseudonymizer", "ttl_step", "salt_window",
+           "state_from_json", "state_to_json", "salt_start"]
 
 CACHE_SIZE = 1 << 18
 
@@ -37,6 +37,17 @@ def _ttl_cached(secret: bytes, mac: str, state: TtlSaltState, ttl_s: float) -> s
     return ttl_pseudonym(secret, mac, state.salt_started_ts, state, ttl_s)[0]
 
 
+def salt_window(state: TtlSaltState, ttl_s: float) -> tuple[float, float]:
+    """``(lo, hi)``: an observation at ``lo ≤ ts < hi`` keeps the device's current salt.
+
+    Then :func:`ttl_step` returns ``state`` itself and a pseudonym that depends on (MAC,
+    ``state``) only, so a caller that remembers the pseudonym it got with ``state`` may
+    reuse it inside the window without calling :func:`ttl_step` (the presence stage
+    does).
+    """
+    return state.salt_started_ts, state.salt_started_ts + ttl_s
+
+
 def ttl_step(secret: bytes, mac: str, ts: float, state: TtlSaltState | None,
              ttl_s: float) -> tuple[str, TtlSaltState]:
     """TTL-salt pseudonym of one observation and the device's new salt state.
@@ -47,8 +58,10 @@ def ttl_step(secret: bytes, mac: str, ts: float, state: TtlSaltState | None,
     The sequence is a pure function of the device's observations in arrival order, so
     replays reproduce it.
     """
-    if state is not None and state.salt_started_ts <= ts < state.salt_started_ts + ttl_s:
-        return _ttl_cached(secret, mac, state, ttl_s), state
+    if state is not None:
+        lo, hi = salt_window(state, ttl_s)
+        if lo <= ts < hi:
+            return _ttl_cached(secret, mac, state, ttl_s), state
     return ttl_pseudonym(secret, mac, ts, state, ttl_s)
 
 

@@ -5,8 +5,9 @@ one partition, in arrival order. The pseudonym (HMAC or TTL-salt) is a function 
 MAC and of that device's own history, so a device's presence can be kept in the same
 partition that receives it: observe and presence run fused per input partition, and no
 repartition hop (``presence.events``) is needed. Raw MACs live only inside
-:meth:`PartitionState.process` for the duration of one record; the state, the
-checkpoints, the partials and the DLQ hold pseudonyms or redacted text only.
+:meth:`PartitionState.process` and its in-memory memo (device → pseudonym, so one HMAC
+per device rather than per record; never serialised); the state, the checkpoints, the
+partials and the DLQ hold pseudonyms or redacted text only.
 
 Semantics are exactly :mod:`occupancy.oracle`'s, applied to the partition's records in
 offset order:
@@ -37,13 +38,24 @@ import zlib
 from bisect import insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from mechanisms.pseudonym import ttl_expired
-from occupancy.schema import MAX_TS, MIN_TS, EventClock, Invalid, decode, validate
-from streams.pipeline.identity import state_from_json, state_to_json
+from occupancy.schema import (
+    MAC_RE,
+    MAX_TS,
+    MIN_TS,
+    PSEUDONYM_RE,
+    EventClock,
+    Invalid,
+    decode,
+    quick_fields,
+    validate,
+)
+from streams.pipeline.identity import salt_window, state_from_json, state_to_json
 
 REDACTED = "<redacted>"
 #: Watermark marker records on ``wifi.observations`` start with this (see :func:`sign_marker`).
@@ -51,6 +63,9 @@ WATERMARK_PREFIX = b'{"watermark":'
 #: Longest marker record accepted (a signed marker is ~120 bytes).
 MAX_MARKER_BYTES = 256
 _MARKER_DOMAIN = b"occustream-watermark-marker-v1"
+#: Devices memoised per partition (device as sent → MAC, pseudonym) before the memo is
+#: emptied; 2¹⁶ ≈ the devices of a large campus in one partition's validity window.
+MEMO_SIZE = 1 << 16
 
 
 def _marker_tag(secret: bytes, ts: float, partition: int) -> str:
@@ -221,6 +236,16 @@ class PartitionState:
     ttl_devices: dict[str, list[list[float]]] = field(default_factory=dict)
     ttl_state: dict[str, Any] = field(default_factory=dict)
     dlq_counts: dict[str, int] = field(default_factory=dict)
+    # memos of pure functions, in process memory only (not in checkpoints, not compared):
+    # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms, the
+    # pseudonymizer they were computed with, and HMAC pseudonym → (TTL state, TTL
+    # pseudonym, the event times for which that salt holds (identity.salt_window), the
+    # salted identifier: the MAC, or the pseudonym for a record pseudonymised at the edge)
+    _macs: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    _edge: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    _memo_of: Any = field(default=None, repr=False, compare=False)
+    _ttl_memo: dict[str, tuple[Any, str, float, float, str]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     # ---- serialisation -------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -250,14 +275,28 @@ class PartitionState:
 
         Records at or below :attr:`offset` are skipped (already in the state). After
         the records, every tick the watermark has passed is finalised.
+
+        Hot path (docs/ARCHITECTURE.md, walk 1): a record that
+        :func:`occupancy.schema.quick_fields` decodes, whose device is in this
+        partition's memo (device as sent → (MAC, pseudonym): one MAC check and one HMAC
+        per device, not per record) and whose AP is known, needs only the event clock;
+        every other record takes the full :func:`occupancy.schema.validate`, which
+        names the DLQ reason. Both give the same result for every record (the memo is
+        a cache of pure functions of the secret and the MAC), so outputs, state,
+        pseudonyms and DLQ records do not depend on which path a record took.
         """
         out = BatchResult()
         clock = EventClock(cfg.lateness_s, cfg.max_future_s, self.max_ts)
+        admit = clock.admit
         ap_location, loc_index = cfg.ap_location, cfg.location_index
+        ap_li = {ap: loc_index.get(loc, -1) for ap, loc in ap_location.items()}
         devices, ttl_devices, ttl_state = self.devices, self.ttl_devices, self.ttl_state
-        dlq_counts = self.dlq_counts
         track_ttl = cfg.track_ttl and ttl_step is not None
         secret, ttl_s = cfg.secret, cfg.ttl_s
+        if self._memo_of is not pseudonym:
+            self._memo_of = pseudonym
+            self._macs, self._edge = {}, {}
+        macs, edge, ttl_memo = self._macs, self._edge, self._ttl_memo
         min_ts = self.min_ts
         last = self.offset
         now = time.time()
@@ -270,23 +309,37 @@ class PartitionState:
                 obs = self._marker(raw, cfg, clock)
                 if obs is None:
                     continue
-            else:
-                obs = validate(raw, ap_location, clock)
-            out.processed += 1
-            if isinstance(obs, Invalid):
-                kind = obs.kind
-                dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
-                out.dlq.append(json.dumps(
-                    {"raw": redact(raw), "reason": obs.reason, "ts_received": now},
-                    separators=(",", ":")).encode())
+                out.processed += 1
+                self._dead_letter(out, obs, raw, now)
                 continue
-            ts = obs.ts
+            out.processed += 1
+            q = quick_fields(raw)
+            if q is not None:
+                device, ap, ts, edge_pid = q
+                ident = (edge if edge_pid else macs).get(device)
+                if ident is None:
+                    ident = self._identify(device, edge_pid, pseudonym)
+                li = ap_li.get(ap)
+                if ident is None or li is None:
+                    q = None  # bad_mac / unknown_ap: the full path names it
+                else:
+                    reason = admit(ts)
+                    if reason is not None:
+                        self._dead_letter(out, Invalid(reason), raw, now)
+                        continue
+                    mac, pid = ident
+            if q is None:
+                obs = validate(raw, ap_location, clock)
+                if isinstance(obs, Invalid):
+                    self._dead_letter(out, obs, raw, now)
+                    continue
+                ts, mac = obs.ts, obs.device
+                li = loc_index.get(obs.location, -1)
+                # an edge connector already applied the same keyed HMAC (streams.schema)
+                pid = mac if obs.pseudonymised else pseudonym(mac)
             if min_ts is None or ts < min_ts:
                 min_ts = ts
-            li = loc_index.get(obs.location, -1)
             entry = [ts, off, li]
-            # an edge connector already applied the same keyed HMAC (streams.schema)
-            pid = obs.device if obs.pseudonymised else pseudonym(obs.device)
             lst = devices.get(pid)
             if lst is None:
                 devices[pid] = [entry]
@@ -295,7 +348,15 @@ class PartitionState:
             else:
                 insort(lst, entry)
             if track_ttl:
-                tid, ttl_state[pid] = ttl_step(secret, obs.device, ts, ttl_state.get(pid), ttl_s)
+                st = ttl_state.get(pid)
+                memo = ttl_memo.get(pid)
+                if (memo is not None and memo[0] is st and memo[2] <= ts < memo[3]
+                        and memo[4] == mac):
+                    tid = memo[1]  # the salt holds: ttl_step would return (tid, st)
+                else:
+                    tid, st = ttl_step(secret, mac, ts, st, ttl_s)  # type: ignore[misc]
+                    ttl_state[pid] = st
+                    ttl_memo[pid] = (st, tid, *salt_window(st, ttl_s), mac)
                 tl = ttl_devices.get(tid)
                 if tl is None:
                     ttl_devices[tid] = [entry]
@@ -308,6 +369,41 @@ class PartitionState:
         self.min_ts = min_ts
         out.partials = self._finalise(cfg, track_ttl)
         return out
+
+    def _identify(self, device: str, edge_pid: bool,
+                  pseudonym: Callable[[str], str]) -> tuple[str, str] | None:
+        """(MAC, pseudonym) of a device as sent, memoised; None if its syntax is bad.
+
+        The same checks and the same function as the full path: ``device.lower()``
+        against :data:`~occupancy.schema.MAC_RE` (or :data:`~occupancy.schema.PSEUDONYM_RE`
+        for a record pseudonymised at the edge, whose pseudonym is the device itself),
+        then ``pseudonym(MAC)``. Bad devices are not memoised (rare, and each is
+        dead-lettered by the full path). The memo lives in process memory only, like
+        :func:`streams.pipeline.identity.pseudonymizer`'s cache (never in a
+        checkpoint), and is emptied when it reaches :data:`MEMO_SIZE` devices.
+        """
+        mac = device.lower()
+        memo = self._edge if edge_pid else self._macs
+        if edge_pid:
+            if PSEUDONYM_RE.fullmatch(mac) is None:
+                return None
+            ident = (mac, mac)
+        else:
+            if MAC_RE.fullmatch(mac) is None:
+                return None
+            ident = (mac, pseudonym(mac))
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        memo[device] = ident
+        return ident
+
+    def _dead_letter(self, out: BatchResult, why: Invalid, raw: Any, now: float) -> None:
+        """Count ``why`` and append the redacted DLQ record for ``raw``."""
+        kind = why.kind
+        self.dlq_counts[kind] = self.dlq_counts.get(kind, 0) + 1
+        out.dlq.append(json.dumps(
+            {"raw": redact(raw), "reason": why.reason, "ts_received": now},
+            separators=(",", ":")).encode())
 
     def _marker(self, raw: bytes, cfg: StageConfig, clock: EventClock) -> Invalid | None:
         """Apply a watermark marker to ``clock``; None if it was applied, else why not.
@@ -367,38 +463,41 @@ class PartitionState:
                 expired = [k for k, v in self.ttl_state.items() if ttl_expired(v, wm, ttl_s)]
                 for k in expired:
                     del self.ttl_state[k]
+                    self._ttl_memo.pop(k, None)
         return out
 
 
 def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_s: float,
                  validity_s: float, n_loc: int) -> np.ndarray:
-    """Counts at ticks ``t0 + j·tick_s`` (j < n), shape (n, n_loc), in one pass.
+    """Counts at ticks ``t0 + j·tick_s`` (j < n), shape (n, n_loc), in one vectorised pass.
 
     An observation keeps its device present from ``ts`` (inclusive) until
     ``ts + validity_s`` or the device's next observation (exclusive), as in
     :func:`occupancy.oracle.occupancy_oracle`; entries are sorted by (ts, offset), so of
-    two observations with the same ts the later one wins.
+    two observations with the same ts the later one wins. The interval of each entry
+    covers the ticks ``ceil((ts − t0)/tick_s) ≤ j < ceil((end − t0)/tick_s)`` (IEEE
+    double arithmetic, as the per-entry loop it replaces), added as +1/−1 at its ends.
     """
-    diff = np.zeros((n + 1, n_loc), dtype=np.int64)
-    ceil = math.ceil
-    for lst in devices.values():
-        last = len(lst) - 1
-        for i, e in enumerate(lst):
-            li = int(e[2])
-            if li < 0:
-                continue
-            ts = e[0]
-            end = ts + validity_s
-            if i < last and lst[i + 1][0] < end:
-                end = lst[i + 1][0]
-            lo = ceil((ts - t0) / tick_s)
-            hi = ceil((end - t0) / tick_s)
-            lo = 0 if lo < 0 else lo
-            hi = n if hi > n else hi
-            if lo < hi:
-                diff[lo, li] += 1
-                diff[hi, li] -= 1
-    return np.cumsum(diff, axis=0)[:n]
+    lists = list(devices.values())
+    flat = list(chain.from_iterable(lists))
+    if not flat:
+        return np.zeros((n, n_loc), dtype=np.int64)
+    m = len(flat)
+    a = np.fromiter(chain.from_iterable(flat), dtype=np.float64, count=3 * m).reshape(m, 3)
+    ts = a[:, 0]
+    li = a[:, 2].astype(np.intp)
+    nxt = np.empty_like(ts)
+    nxt[:-1] = ts[1:]
+    nxt[np.cumsum([len(lst) for lst in lists]) - 1] = np.inf  # a device's last entry
+    end = np.minimum(ts + validity_s, nxt)
+    lo = np.clip(np.ceil((ts - t0) / tick_s), 0, n).astype(np.intp)
+    hi = np.clip(np.ceil((end - t0) / tick_s), 0, n).astype(np.intp)
+    keep = (li >= 0) & (lo < hi)
+    li = li[keep]
+    size = (n + 1) * n_loc
+    diff = (np.bincount(lo[keep] * n_loc + li, minlength=size)
+            - np.bincount(hi[keep] * n_loc + li, minlength=size)).astype(np.int64)
+    return np.cumsum(diff.reshape(n + 1, n_loc), axis=0)[:n]
 
 
 def _prune(devices: dict[str, list[list[float]]], horizon: float, validity_s: float) -> None:
