@@ -40,11 +40,11 @@ import math
 import time
 
 import numpy as np
-from occupancy.buildings import load_site
 
 from mechanisms import consistency, continual, device_day, hierarchical
 from mechanisms.gaussian import discrete_gaussian
 from mechanisms.noise import discrete_laplace, keyed_rng
+from occupancy.buildings import load_site
 from simulator import simulate
 
 KEY = b"bench-device-day-secret-0123456789"

@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 def run(quick: bool = False, base: str = "5c02db1") -> dict[str, object]:
     """Records/s of ``validate`` at ``base`` and now, and the time ratio."""
-    from simulator import simulate
     from occupancy import schema as new
+    from simulator import simulate
 
     src = subprocess.run(["git", "show", f"{base}:occupancy/schema.py"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
