@@ -11,8 +11,10 @@ checkpoints, the partials and the DLQ hold pseudonyms or redacted text only.
 Semantics are exactly :mod:`occupancy.oracle`'s, applied to the partition's records in
 offset order:
 
-* validation with :func:`occupancy.schema.validate` and one :class:`EventClock` per
-  partition (far-future / too-late relative to this partition's clock);
+* validation with :func:`occupancy.schema.parse_observation` and one quorum clock per
+  partition (:class:`occupancy.clock.PartitionClock`: a record far ahead is held until
+  the clock — moved only by ``clock_quorum`` records or by a marker of the global
+  clock — catches up, else dead-lettered ``far_future``; too-late relative to it);
 * a device is present at tick ``t`` at the location of its latest admitted
   observation with ``ts ≤ t`` (ties: the later offset) iff ``t − ts < validity_s``;
 * tick ``t`` is final for the partition when its watermark (max ts − lateness) is
@@ -42,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from mechanisms.pseudonym import ttl_expired
-from occupancy.schema import MAX_TS, MIN_TS, EventClock, Invalid, decode, validate
+from occupancy.clock import ADMIT, DEFAULT_QUORUM, HOLD, TOO_LATE, PartitionClock
+from occupancy.schema import MAX_TS, MIN_TS, Invalid, decode, parse_observation
 from streams.pipeline.identity import state_from_json, state_to_json
 
 REDACTED = "<redacted>"
@@ -191,6 +194,7 @@ class StageConfig:
     secret: bytes
     track_ttl: bool = True
     max_marker_jump_s: float = 2 * 86400.0
+    clock_quorum: int = DEFAULT_QUORUM
 
 
 @dataclass
@@ -200,7 +204,7 @@ class PartitionState:
     Attributes:
         partition: the input partition.
         offset: last input offset incorporated (−1: none).
-        max_ts: the partition's event clock (max admitted event time).
+        max_ts: the partition's event clock (:attr:`occupancy.clock.PartitionClock.value`).
         min_ts: earliest admitted event time (fixes the first tick).
         next_k: index of the next tick to finalise (tick = k · tick_s).
         first_k: index of the first tick this partition reports.
@@ -209,6 +213,8 @@ class PartitionState:
         ttl_devices: the same per TTL-salt pseudonym.
         ttl_state: HMAC pseudonym → TTL salt state.
         dlq_counts: DLQ reason → count.
+        clock: the clock's state (:meth:`occupancy.clock.PartitionClock.to_json`; held
+            records carry pseudonyms and redacted text only).
     """
 
     partition: int
@@ -221,13 +227,14 @@ class PartitionState:
     ttl_devices: dict[str, list[list[float]]] = field(default_factory=dict)
     ttl_state: dict[str, Any] = field(default_factory=dict)
     dlq_counts: dict[str, int] = field(default_factory=dict)
+    clock: dict[str, Any] = field(default_factory=dict)
 
     # ---- serialisation -------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Compressed JSON snapshot."""
         d = {k: getattr(self, k) for k in (
             "partition", "offset", "max_ts", "min_ts", "next_k", "first_k",
-            "devices", "ttl_devices", "dlq_counts")}
+            "devices", "ttl_devices", "dlq_counts", "clock")}
         d["ttl_state"] = {k: state_to_json(v) for k, v in self.ttl_state.items()}
         return zlib.compress(json.dumps(d, separators=(",", ":")).encode(), 1)
 
@@ -252,78 +259,107 @@ class PartitionState:
         the records, every tick the watermark has passed is finalised.
         """
         out = BatchResult()
-        clock = EventClock(cfg.lateness_s, cfg.max_future_s, self.max_ts)
+        clock = self.make_clock(cfg)
         ap_location, loc_index = cfg.ap_location, cfg.location_index
-        devices, ttl_devices, ttl_state = self.devices, self.ttl_devices, self.ttl_state
         dlq_counts = self.dlq_counts
         track_ttl = cfg.track_ttl and ttl_step is not None
         secret, ttl_s = cfg.secret, cfg.ttl_s
-        min_ts = self.min_ts
         last = self.offset
         now = time.time()
+
+        def dead(reason: str, text: str) -> None:
+            kind = reason.split(":", 1)[0]
+            dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
+            out.dlq.append(json.dumps({"raw": text, "reason": reason, "ts_received": now},
+                                      separators=(",", ":")).encode())
+
         for off, raw in records:
             if off <= last:
                 out.skipped += 1
                 continue
             last = off
             if isinstance(raw, bytes) and raw.startswith(WATERMARK_PREFIX):
-                obs = self._marker(raw, cfg, clock)
-                if obs is None:
+                bad = self._marker(raw, cfg, clock)
+                if bad is None:
                     continue
-            else:
-                obs = validate(raw, ap_location, clock)
-            out.processed += 1
-            if isinstance(obs, Invalid):
-                kind = obs.kind
-                dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
-                out.dlq.append(json.dumps(
-                    {"raw": redact(raw), "reason": obs.reason, "ts_received": now},
-                    separators=(",", ":")).encode())
+                out.processed += 1
+                dead(bad.reason, redact(raw))
                 continue
-            ts = obs.ts
-            if min_ts is None or ts < min_ts:
-                min_ts = ts
-            li = loc_index.get(obs.location, -1)
-            entry = [ts, off, li]
+            out.processed += 1
+            obs = parse_observation(raw, ap_location)
+            if isinstance(obs, Invalid):
+                dead(obs.reason, redact(raw))
+                continue
+            # [offset, location index, pseudonym, TTL pseudonym, redacted raw if held]
+            payload: list[Any] = [off, loc_index.get(obs.location, -1), None, None]
+            decision, released, expired = clock.offer(obs.ts, payload)
+            if decision == TOO_LATE:
+                dead("too_late", redact(raw))
+                continue
             # an edge connector already applied the same keyed HMAC (streams.schema)
             pid = obs.device if obs.pseudonymised else pseudonym(obs.device)
-            lst = devices.get(pid)
+            payload[2] = pid
+            if track_ttl:  # in arrival order, held or not (the salt needs the raw MAC)
+                payload[3], ttl_state_ = ttl_step(secret, obs.device, obs.ts,
+                                                  self.ttl_state.get(pid), ttl_s)
+                self.ttl_state[pid] = ttl_state_
+            if decision == ADMIT:
+                self._admit(obs.ts, payload)
+            elif decision == HOLD:
+                payload.append(redact(raw))
+            for ts, _, held in released:
+                self._admit(ts, held)
+            for _, _, held in expired:
+                dead("far_future", held[4] if len(held) > 4 else REDACTED)
+        self.offset = last
+        self.max_ts = clock.value
+        self.clock = clock.to_json()
+        out.partials = self._finalise(cfg, track_ttl)
+        return out
+
+    def make_clock(self, cfg: StageConfig) -> PartitionClock:
+        """The partition's clock from its state (a checkpoint without one: floor = max_ts)."""
+        if self.clock:
+            return PartitionClock(cfg.lateness_s, cfg.max_future_s, cfg.clock_quorum,
+                                  **self.clock)
+        return PartitionClock(cfg.lateness_s, cfg.max_future_s, cfg.clock_quorum,
+                              floor=self.max_ts)
+
+    def _admit(self, ts: float, payload: list[Any]) -> None:
+        """Add one admitted observation (``payload`` from :meth:`process`) to the state."""
+        off, li, pid, tid = payload[:4]
+        if self.min_ts is None or ts < self.min_ts:
+            self.min_ts = ts
+        entry = [ts, off, li]
+        for table, key in ((self.devices, pid), (self.ttl_devices, tid)):
+            if key is None:  # no TTL pseudonym when TTL counts are off
+                continue
+            lst = table.get(key)
             if lst is None:
-                devices[pid] = [entry]
+                table[key] = [entry]
             elif lst[-1][0] <= ts:
                 lst.append(entry)
             else:
                 insort(lst, entry)
-            if track_ttl:
-                tid, ttl_state[pid] = ttl_step(secret, obs.device, ts, ttl_state.get(pid), ttl_s)
-                tl = ttl_devices.get(tid)
-                if tl is None:
-                    ttl_devices[tid] = [entry]
-                elif tl[-1][0] <= ts:
-                    tl.append(entry)
-                else:
-                    insort(tl, entry)
-        self.offset = last
-        self.max_ts = clock.max_ts
-        self.min_ts = min_ts
-        out.partials = self._finalise(cfg, track_ttl)
-        return out
 
-    def _marker(self, raw: bytes, cfg: StageConfig, clock: EventClock) -> Invalid | None:
+    def _marker(self, raw: bytes, cfg: StageConfig, clock: PartitionClock) -> Invalid | None:
         """Apply a watermark marker to ``clock``; None if it was applied, else why not.
 
         A marker must be authentic for this partition (:func:`verify_marker`) and at most
         ``cfg.max_marker_jump_s`` ahead of the partition's clock (``marker_jump``), so
         one record can never make the stage finalise (and allocate) more than
-        ``max_marker_jump_s / tick_s`` ticks.
+        ``max_marker_jump_s / tick_s`` ticks (before the clock exists, the jump is
+        measured from the largest event time seen). Held records it brings within
+        ``max_future_s`` of the clock are admitted.
         """
         ts = verify_marker(raw, cfg.secret, self.partition)
         if isinstance(ts, Invalid):
             return ts
-        if clock.max_ts is not None and ts - clock.max_ts > cfg.max_marker_jump_s:
+        c = clock.reference
+        if c is not None and ts - c > cfg.max_marker_jump_s:
             return Invalid("marker_jump")
-        if clock.max_ts is None or ts > clock.max_ts:
-            clock.max_ts = ts
+        for t, _, held in clock.raise_floor(ts):
+            self._admit(t, held)
         return None
 
     def watermark(self, lateness_s: float) -> float | None:
