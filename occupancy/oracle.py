@@ -10,9 +10,11 @@ Definition (docs/DESIGN.md "Flow"; thesis §4.1 occupancy data model):
    ``max_future_s`` of it (then admitted) or ``quorum`` further records of its
    partition pass without that (then far-future). Invalid, too-late, far-future and
    still-held records do not count. ``partition_of`` maps an observation to its input
-   partition (default: one partition); the stream's idle markers are not modelled:
-   they only raise an idle partition's clock to a value the others reached, which
-   changes no decision of an in-order log (tests/streams/test_clock_e2e.py checks it).
+   partition (default: one partition) and ``partitions`` is their number. After each
+   record the global clock (:func:`occupancy.clock.global_clock`, the majority
+   statistic) is the floor of every partition's clock — what the stream's signed idle
+   markers deliver to the partitions a tick waits for (a quiet partition's held
+   morning is released by it); busy partitions are at or above it anyway.
 2. **Identity.** A device is identified by ``identity(obs)`` — by default its MAC —
    applied in arrival order to every valid record not too late (held ones included);
    the pipeline counts HMAC pseudonyms (a bijection of MACs, same counts) or TTL-salt
@@ -43,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
-from occupancy.clock import ADMIT, DEFAULT_QUORUM, TOO_LATE, PartitionClock
+from occupancy.clock import ADMIT, DEFAULT_QUORUM, TOO_LATE, PartitionClock, global_clock
 from occupancy.schema import Invalid, Observation, parse_observation
 
 DEFAULT_TICK_S = 300.0
@@ -122,6 +124,7 @@ def _clocked(
     max_future_s: float,
     quorum: int,
     partition_of: Callable[[Observation], int] | None,
+    partitions: int = 1,
 ) -> tuple[list[Observation], list[int], dict[int, PartitionClock]]:
     """Records offered to the clocks, the admitted among them, the final clocks.
 
@@ -131,6 +134,7 @@ def _clocked(
     clocks: dict[int, PartitionClock] = {}
     offered: list[Observation] = []
     admitted: list[int] = []
+    g_last: float | None = None
     for raw in events:
         obs = parse_observation(raw, ap_location)
         if isinstance(obs, Invalid):
@@ -146,6 +150,12 @@ def _clocked(
             admitted.append(len(offered))
         admitted.extend(h[2] for h in released)
         offered.append(obs)
+        if partitions > 1:
+            g = global_clock([c.value for c in clocks.values()], partitions)
+            if g is not None and (g_last is None or g > g_last):
+                g_last = g
+                for other in clocks.values():
+                    admitted.extend(h[2] for h in other.raise_floor(g))
     admitted.sort()
     return offered, admitted, clocks
 
@@ -158,10 +168,11 @@ def valid_observations(
     max_future_s: float = DEFAULT_MAX_FUTURE_S,
     quorum: int = DEFAULT_QUORUM,
     partition_of: Callable[[Observation], int] | None = None,
+    partitions: int = 1,
 ) -> tuple[list[Observation], dict[int, PartitionClock]]:
     """The observations that count, in arrival order, and each partition's final clock."""
     offered, admitted, clocks = _clocked(events, ap_location, lateness_s, max_future_s,
-                                         quorum, partition_of)
+                                         quorum, partition_of, partitions)
     return [offered[i] for i in admitted], clocks
 
 
@@ -178,6 +189,7 @@ def occupancy_oracle(
     identity: Callable[[Observation], str] | None = None,
     quorum: int = DEFAULT_QUORUM,
     partition_of: Callable[[Observation], int] | None = None,
+    partitions: int = 1,
 ) -> OccupancyTable:
     """Occupancy per (tick, location) of a sequence of raw events (module docstring).
 
@@ -193,6 +205,7 @@ def occupancy_oracle(
         identity: maps an observation to the identity counted (default: the MAC).
         quorum: records that move a partition's clock (:mod:`occupancy.clock`).
         partition_of: an observation's input partition (default: all in one).
+        partitions: the number of input partitions (for the global clock).
 
     Returns:
         An :class:`OccupancyTable`.
@@ -202,7 +215,7 @@ def occupancy_oracle(
     if lateness_s < 0:
         raise InvalidParameterError(f"lateness_s must be >= 0, not {lateness_s!r}")
     offered, admitted, clocks = _clocked(events, ap_location, lateness_s, max_future_s,
-                                         quorum, partition_of)
+                                         quorum, partition_of, partitions)
     obs = [offered[i] for i in admitted]
     wms = [c.watermark for c in clocks.values()]
     watermark = None if not wms or None in wms else min(w for w in wms if w is not None)
