@@ -198,6 +198,9 @@ def parse_observation(raw: Any, ap_location: dict[str, str]) -> Observation | In
 class EventClock:
     """Maximum event time seen so far; decides ``far_future`` and ``too_late``.
 
+    The simple single-sequence clock (the simulator labels its malformed records with
+    it). The stream and the oracle run the quorum clock of :mod:`occupancy.clock`.
+
     Args:
         lateness_s: allowed lateness; an event more than this behind the clock is late.
         max_future_s: an event more than this ahead of the clock is far-future.
