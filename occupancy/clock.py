@@ -34,8 +34,8 @@ offset order, so a replay from a checkpoint reproduces the same decisions.
 
 from __future__ import annotations
 
-import heapq
 import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,8 +65,8 @@ class PartitionClock:
         held: ``[ts, seen index, payload]`` of held records in arrival order.
     """
 
-    __slots__ = ("floor", "held", "lateness_s", "max_future_s", "own", "quorum", "seen",
-                 "window")
+    __slots__ = ("_sorted", "floor", "held", "lateness_s", "max_future_s", "own", "quorum",
+                 "seen", "window")
 
     def __init__(self, lateness_s: float, max_future_s: float, quorum: int = DEFAULT_QUORUM,
                  *, window: list[float] | None = None, own: float | None = None,
@@ -78,6 +78,7 @@ class PartitionClock:
         self.max_future_s = float(max_future_s)
         self.quorum = quorum
         self.window = list(window or [])
+        self._sorted = sorted(self.window)
         self.own = own
         self.floor = floor
         self.seen = seen
@@ -116,13 +117,14 @@ class PartitionClock:
         if c0 is not None and ts < c0 - self.lateness_s:
             return TOO_LATE, [], []
         self.seen += 1
-        q, win = self.quorum, self.window
+        q, win, srt = self.quorum, self.window, self._sorted
         win.append(ts)
+        insort(srt, ts)
         if len(win) > 2 * q:
-            del win[0]
+            del srt[bisect_left(srt, win.pop(0))]
         # only a record above ``own`` can raise the window's quorum-th largest above it
         if len(win) >= q and (self.own is None or ts > self.own):
-            s = heapq.nlargest(q, win)[-1]
+            s = srt[-q]
             if self.own is None or s > self.own:
                 self.own = s
         c = self.value
@@ -131,7 +133,7 @@ class PartitionClock:
         else:
             decision = HOLD
             self.held.append([ts, self.seen, payload])
-        released = self._release() if c != c0 else []
+        released = self._release() if self.held and c != c0 else []
         expired = []
         while self.held and self.seen - self.held[0][1] >= self.quorum:
             expired.append(self.held.pop(0))
