@@ -41,9 +41,13 @@ from typing import Any
 
 from mechanisms.errors import InvalidParameterError
 
-#: Default quorum: records needed to move a partition's clock (more than the 25 of the
-#: issue 14 B attack; a quiet partition's morning reaches it within minutes).
-DEFAULT_QUORUM = 32
+#: Default quorum: records (of any 2 × quorum in a row) needed to move a partition's
+#: clock. The trade-off: a partition's clock lags its newest records by about this many
+#: records (at night, and at the end of a replayed file, finality waits for them or for
+#: a marker); a burst of this many valid records within ``max_future_s`` moves one
+#: partition by at most ``max_future_s`` (never the global clock, which needs a majority
+#: of partitions). On the 1-day e2e replay, 12 finalises 282 of 288 ticks (32: 273).
+DEFAULT_QUORUM = 12
 
 ADMIT = "admit"
 HOLD = "hold"

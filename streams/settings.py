@@ -72,7 +72,7 @@ class Settings:
     lateness_s: float = 60.0
     max_future_s: float = 3600.0
     max_marker_jump_s: float = 2 * 86400.0
-    clock_quorum: int = 32
+    clock_quorum: int = 12
     mechanisms: tuple[str, ...] = ("laplace", "pegasus", "hpegasus", "ttl")
     laplace_epsilon: float = 1.0
     pegasus_epsilon: float = 1.0

@@ -51,11 +51,12 @@ def test_two_day_replay_with_nights_and_hostile_timestamps(kafka_bootstrap, redi
         return key_p[p], value, ts_cut
 
     # where each must go: +2 days first event in a partition → held, then far_future;
-    # 25 events at +3,500 s → admitted at their time (the clock does not move); 25
+    # quorum − 1 events at +3,500 s → admitted at their time (the clock does not move); 25
     # chained +3,500 s apart → the first admitted, 24 far_future; an unsigned marker a
     # day ahead → bad_marker
+    q = run.settings.clock_quorum
     first = [ev(2 % n, ts0 + 2 * 86400)]
-    bad = [ev(0, ts_cut + 3500) for _ in range(25)]
+    bad = [ev(0, ts_cut + 3500) for _ in range(q - 1)]
     bad += [ev(1 % n, ts_cut + 3500 * (k + 1)) for k in range(25)]
     bad.append((b"__watermark__", json.dumps({"watermark": ts_cut + 86400}).encode(), ts_cut))
     sent = first + records[:cut] + bad + records[cut:]
