@@ -5,12 +5,13 @@ markers (:mod:`streams.runtime.occupancy`) and the reference oracle
 (:mod:`occupancy.oracle`):
 
 * **Quorum clock per partition.** A partition's clock is the largest value so far of
-  the ``quorum``-th largest event time among its last 2 × ``quorum`` *observed* records
-  (every record that passed the stateless checks, admitted or held: a running median),
-  raised to the latest authentic watermark marker (the *floor*). Fewer than ``quorum``
-  records of any 2 × ``quorum`` in a row can never move it, however far ahead they are
-  (issue 14 B: 25 valid events 3,500 s ahead; a first event +2 days in an idle
-  partition), and scattered bad timestamps never add up.
+  the largest T such that ``quorum`` of its last 2 × ``quorum`` *observed* records
+  (every record that passed the stateless checks, admitted or held) lie in
+  [T, T + ``max_future_s``], raised to the latest authentic watermark marker (the
+  *floor*). Fewer than ``quorum`` records of any 2 × ``quorum`` in a row can never move
+  it, however far ahead they are (issue 14 B: a first event +2 days in an idle
+  partition), records spread out in time (a chain, each ``max_future_s`` after the
+  last) never form a quorum, and scattered bad timestamps never add up.
 * **Hold, don't reject, the future.** A record more than ``max_future_s`` ahead of the
   clock (or any record before the clock exists) is *held*: neither admitted nor
   dead-lettered, and it moves the clock only as one vote of the quorum. It is admitted
@@ -126,10 +127,10 @@ class PartitionClock:
         insort(srt, ts)
         if len(win) > 2 * q:
             del srt[bisect_left(srt, win.pop(0))]
-        # only a record above ``own`` can raise the window's quorum-th largest above it
+        # only a record above ``own`` can raise the statistic above it
         if len(win) >= q and (self.own is None or ts > self.own):
-            s = srt[-q]
-            if self.own is None or s > self.own:
+            s = self._quorum_time()
+            if s is not None and (self.own is None or s > self.own):
                 self.own = s
         c = self.value
         if c is not None and ts <= c + self.max_future_s:
@@ -142,6 +143,14 @@ class PartitionClock:
         while self.held and self.seen - self.held[0][1] >= self.quorum:
             expired.append(self.held.pop(0))
         return decision, released, expired
+
+    def _quorum_time(self) -> float | None:
+        """The largest T with ``quorum`` window records in [T, T + max_future_s], or None."""
+        srt, q, span = self._sorted, self.quorum, self.max_future_s
+        for i in range(len(srt) - q, -1, -1):
+            if srt[i + q - 1] - srt[i] <= span:
+                return srt[i]
+        return None
 
     def raise_floor(self, ts: float) -> list[list[Any]]:
         """Apply a marker: the clock is at least ``ts``; return held records now admitted."""
