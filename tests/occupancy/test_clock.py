@@ -220,3 +220,20 @@ def test_hostile_timestamps_do_not_push_the_clock(site, two_days):
     # an authentic marker one day ahead moves one partition, never the global clock
     pushed = [st.max_ts + 86400 if p == 0 else st.max_ts for p, st in enumerate(states)]
     assert global_clock(pushed, N) <= max(pushed[1:])  # an honest partition's clock
+
+
+def test_stage_admits_a_held_record_when_a_marker_brings_the_clock(site):
+    """A quiet partition's morning record is held, then counted once the global clock
+    arrives in a marker (not dead-lettered, not lost)."""
+    c = cfg(site)
+    c.clock_quorum = 4
+    pseudo = pseudonymizer(SECRET)
+    st = PartitionState(0)
+    recs = [ev(site, f"aa:bb:cc:dd:ee:{k:02x}", T0 + k) for k in range(4)]
+    recs.append(ev(site, "aa:bb:cc:dd:ee:99", T0 + 8 * 3600))  # the morning, 8 h later
+    res = st.process(list(enumerate(recs)), c, pseudo)
+    assert not res.dlq and st.clock["held"] and pseudo("aa:bb:cc:dd:ee:99") not in st.devices
+    res = st.process([(5, sign_marker(T0 + 8 * 3600 - 60, SECRET, 0))], c, pseudo)
+    assert not res.dlq and not st.clock["held"]
+    assert pseudo("aa:bb:cc:dd:ee:99") in st.devices
+    assert "aa:bb:cc:dd:ee:99" not in json.dumps(st.clock)  # held state: no raw MAC
