@@ -187,8 +187,8 @@ HELP = {
     "lateness_s": "allowed lateness; watermark = max event time - lateness",
     "max_future_s": "events further ahead of the clock are held until it catches up, "
                     "else go to the DLQ (far_future)",
-    "clock_quorum": "records needed to move a partition's event clock (its clock is the "
-                    "clock_quorum-th largest event time seen; docs/ARCHITECTURE.md)",
+    "clock_quorum": "records (within max_future_s of each other) needed to move a "
+                    "partition's event clock (docs/ARCHITECTURE.md 'Event time')",
     "max_marker_jump_s": "a watermark marker further ahead of its partition's clock goes to "
                          "the DLQ (marker_jump): bounds the ticks one marker can finalise",
     "mechanisms": "comma-separated release mechanisms: " + ",".join(MECHANISMS),
