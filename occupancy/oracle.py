@@ -2,11 +2,21 @@
 
 Definition (docs/DESIGN.md "Flow"; thesis §4.1 occupancy data model):
 
-1. **Validation.** Records are taken in arrival order and validated with
-   :func:`occupancy.schema.validate` (same function as the observe stage, same
-   :class:`~occupancy.schema.EventClock`): invalid, far-future and too-late records do
-   not count.
-2. **Identity.** A device is identified by ``identity(obs)`` — by default its MAC;
+1. **Validation.** Records are taken in arrival order and checked with
+   :func:`occupancy.schema.parse_observation` (same function as the observe stage);
+   each valid one is offered to its partition's quorum clock
+   (:class:`occupancy.clock.PartitionClock`, the clock the stream runs; its docstring
+   states it): it is admitted, too late, or held until the clock comes within
+   ``max_future_s`` of it (then admitted) or ``quorum`` further records of its
+   partition pass without that (then far-future). Invalid, too-late, far-future and
+   still-held records do not count. ``partition_of`` maps an observation to its input
+   partition (default: one partition) and ``partitions`` is their number. After each
+   record the global clock (:func:`occupancy.clock.global_clock`, the majority
+   statistic) is the floor of every partition's clock — what the stream's signed idle
+   markers deliver to the partitions a tick waits for (a quiet partition's held
+   morning is released by it); busy partitions are at or above it anyway.
+2. **Identity.** A device is identified by ``identity(obs)`` — by default its MAC —
+   applied in arrival order to every valid record not too late (held ones included);
    the pipeline counts HMAC pseudonyms (a bijection of MACs, same counts) or TTL-salt
    pseudonyms (pass the same pseudonymizer to count them the same way).
 3. **Presence.** At time ``t`` a device is at location ``L`` iff its *latest*
@@ -18,8 +28,8 @@ Definition (docs/DESIGN.md "Flow"; thesis §4.1 occupancy data model):
 4. **Occupancy.** At every tick ``t = k·tick_s`` the count at ``L`` is the number of
    distinct identities present at ``L``. Every location of the site appears in every
    tick, zeros included (releasing only the non-zero locations would itself leak).
-5. **Finality.** A tick ``t`` is final once the watermark (max event time −
-   ``lateness_s``) is strictly greater than ``t``: any admissible later event has
+5. **Finality.** A tick ``t`` is final once the watermark (the smallest partition
+   clock − ``lateness_s``) is strictly greater than ``t``: any admissible later event has
    ``ts ≥ watermark > t`` and cannot change it. By default the oracle returns the
    ticks from the first one at or after the earliest valid event up to the last
    final tick at the end of the input.
@@ -35,7 +45,8 @@ from typing import Any
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
-from occupancy.schema import EventClock, Observation, validate
+from occupancy.clock import ADMIT, DEFAULT_QUORUM, TOO_LATE, PartitionClock, global_clock
+from occupancy.schema import Invalid, Observation, parse_observation
 
 DEFAULT_TICK_S = 300.0
 DEFAULT_VALIDITY_S = 600.0
@@ -106,21 +117,63 @@ def presence_counts(
     return np.cumsum(diff.reshape(n_t + 1, n_locations), axis=0)[:n_t].astype(np.int64)
 
 
+def _clocked(
+    events: Iterable[bytes | str | dict[str, Any]],
+    ap_location: dict[str, str],
+    lateness_s: float,
+    max_future_s: float,
+    quorum: int,
+    partition_of: Callable[[Observation], int] | None,
+    partitions: int = 1,
+) -> tuple[list[Observation], list[int], dict[int, PartitionClock]]:
+    """Records offered to the clocks, the admitted among them, the final clocks.
+
+    Returns the valid records not too late (arrival order), the indices of those
+    admitted (held ones that were released included), and each partition's clock.
+    """
+    clocks: dict[int, PartitionClock] = {}
+    offered: list[Observation] = []
+    admitted: list[int] = []
+    g_last: float | None = None
+    for raw in events:
+        obs = parse_observation(raw, ap_location)
+        if isinstance(obs, Invalid):
+            continue
+        p = 0 if partition_of is None else partition_of(obs)
+        clock = clocks.get(p)
+        if clock is None:
+            clock = clocks[p] = PartitionClock(lateness_s, max_future_s, quorum)
+        decision, released, _ = clock.offer(obs.ts, len(offered))
+        if decision == TOO_LATE:
+            continue
+        if decision == ADMIT:
+            admitted.append(len(offered))
+        admitted.extend(h[2] for h in released)
+        offered.append(obs)
+        if partitions > 1:
+            g = global_clock([c.value for c in clocks.values()], partitions)
+            if g is not None and (g_last is None or g > g_last):
+                g_last = g
+                for other in clocks.values():
+                    admitted.extend(h[2] for h in other.raise_floor(g))
+    admitted.sort()
+    return offered, admitted, clocks
+
+
 def valid_observations(
     events: Iterable[bytes | str | dict[str, Any]],
     ap_location: dict[str, str],
     *,
     lateness_s: float = DEFAULT_LATENESS_S,
     max_future_s: float = DEFAULT_MAX_FUTURE_S,
-) -> tuple[list[Observation], EventClock]:
-    """The observations that count, in arrival order, and the final event clock."""
-    clock = EventClock(lateness_s, max_future_s)
-    out = []
-    for raw in events:
-        obs = validate(raw, ap_location, clock)
-        if isinstance(obs, Observation):
-            out.append(obs)
-    return out, clock
+    quorum: int = DEFAULT_QUORUM,
+    partition_of: Callable[[Observation], int] | None = None,
+    partitions: int = 1,
+) -> tuple[list[Observation], dict[int, PartitionClock]]:
+    """The observations that count, in arrival order, and each partition's final clock."""
+    offered, admitted, clocks = _clocked(events, ap_location, lateness_s, max_future_s,
+                                         quorum, partition_of, partitions)
+    return [offered[i] for i in admitted], clocks
 
 
 def occupancy_oracle(
@@ -134,6 +187,9 @@ def occupancy_oracle(
     max_future_s: float = DEFAULT_MAX_FUTURE_S,
     ticks: Sequence[float] | np.ndarray | None = None,
     identity: Callable[[Observation], str] | None = None,
+    quorum: int = DEFAULT_QUORUM,
+    partition_of: Callable[[Observation], int] | None = None,
+    partitions: int = 1,
 ) -> OccupancyTable:
     """Occupancy per (tick, location) of a sequence of raw events (module docstring).
 
@@ -144,9 +200,12 @@ def occupancy_oracle(
         tick_s: tick period; ticks are the multiples of ``tick_s`` (epoch-aligned).
         validity_s: how long an observation keeps a device present.
         lateness_s: allowed lateness (defines too-late events and finality).
-        max_future_s: how far ahead of the clock an event may be.
+        max_future_s: how far ahead of the clock an event is admitted at once.
         ticks: explicit ticks to evaluate (multiples of ``tick_s``); default: all final.
         identity: maps an observation to the identity counted (default: the MAC).
+        quorum: records that move a partition's clock (:mod:`occupancy.clock`).
+        partition_of: an observation's input partition (default: all in one).
+        partitions: the number of input partitions (for the global clock).
 
     Returns:
         An :class:`OccupancyTable`.
@@ -155,16 +214,18 @@ def occupancy_oracle(
     validity_s = check_positive("validity_s", validity_s)
     if lateness_s < 0:
         raise InvalidParameterError(f"lateness_s must be >= 0, not {lateness_s!r}")
-    obs, clock = valid_observations(
-        events, ap_location, lateness_s=lateness_s, max_future_s=max_future_s
-    )
+    offered, admitted, clocks = _clocked(events, ap_location, lateness_s, max_future_s,
+                                         quorum, partition_of, partitions)
+    obs = [offered[i] for i in admitted]
+    wms = [c.watermark for c in clocks.values()]
+    watermark = None if not wms or None in wms else min(w for w in wms if w is not None)
     locations = tuple(locations)
     col = {loc: j for j, loc in enumerate(locations)}
     if ticks is None:
-        if not obs or clock.watermark is None:
+        if not obs or watermark is None:
             return OccupancyTable(np.zeros(0), locations, np.zeros((0, len(locations)), np.int64))
         k_first = math.ceil(min(o.ts for o in obs) / tick_s)
-        k_last = math.ceil(clock.watermark / tick_s) - 1
+        k_last = math.ceil(watermark / tick_s) - 1
         tick_arr = np.arange(k_first, k_last + 1, dtype=np.float64) * tick_s
     else:
         tick_arr = np.asarray(ticks, dtype=np.float64)
@@ -178,7 +239,11 @@ def occupancy_oracle(
         return OccupancyTable(tick_arr, locations, np.zeros((n_t, len(locations)), np.int64))
 
     ident = identity or (lambda o: o.device)
-    _, codes = np.unique(np.array([ident(o) for o in obs], dtype=object), return_inverse=True)
+    # identities in arrival order of every record not too late, held ones included: the
+    # stream assigns them on arrival (a TTL salt needs the raw MAC, which it never keeps)
+    idents = [ident(o) for o in offered]
+    _, codes = np.unique(np.array([idents[i] for i in admitted], dtype=object),
+                         return_inverse=True)
     counts = presence_counts(
         codes,
         np.fromiter((o.ts for o in obs), np.float64, len(obs)),

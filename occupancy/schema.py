@@ -263,6 +263,9 @@ def quick_fields(raw: Any) -> tuple[str, str, float, bool] | None:
 class EventClock:
     """Maximum event time seen so far; decides ``far_future`` and ``too_late``.
 
+    The simple single-sequence clock (the simulator labels its malformed records with
+    it). The stream and the oracle run the quorum clock of :mod:`occupancy.clock`.
+
     Args:
         lateness_s: allowed lateness; an event more than this behind the clock is late.
         max_future_s: an event more than this ahead of the clock is far-future.

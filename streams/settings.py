@@ -83,6 +83,7 @@ class Settings:
     lateness_s: float = 60.0
     max_future_s: float = 3600.0
     max_marker_jump_s: float = 2 * 86400.0
+    clock_quorum: int = 12
     privacy_unit: str = "device-day"
     epsilon_day: float = 4.0
     delta: float = 1e-6
@@ -260,7 +261,10 @@ HELP = {
     "tick_s": "tick period in event-time seconds",
     "validity_s": "how long an observation keeps a device present",
     "lateness_s": "allowed lateness; watermark = max event time - lateness",
-    "max_future_s": "events further ahead of the clock go to the DLQ (far_future)",
+    "max_future_s": "events further ahead of the clock are held until it catches up, "
+                    "else go to the DLQ (far_future)",
+    "clock_quorum": "records (within max_future_s of each other) needed to move a "
+                    "partition's event clock (docs/ARCHITECTURE.md 'Event time')",
     "max_marker_jump_s": "a watermark marker further ahead of its partition's clock goes to "
                          "the DLQ (marker_jump): bounds the ticks one marker can finalise",
     "privacy_unit": "unit of privacy: device-day (default: a device's whole day), event "
@@ -459,7 +463,8 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
     for name in ("epsilon_day", "tick_s", "validity_s", "max_future_s", "partitions", "ttl_s",
                  "mide_alpha", "mide_epsilon_max", "capacity_factor", "budget_epsilon_tick",
                  "retention_ticks", "batch_max", "batch_within_s", "session_timeout_s",
-                 "heartbeat_s", "metrics_interval_s", "idle_s", "max_marker_jump_s"):
+                 "heartbeat_s", "metrics_interval_s", "idle_s", "max_marker_jump_s",
+                 "clock_quorum"):
         _positive(s, name, src)
     if s.lateness_s < 0:
         raise ConfigError(f"lateness_s must be >= 0, not {s.lateness_s!r}")

@@ -5,15 +5,16 @@ one partition, in arrival order. The pseudonym (HMAC or TTL-salt) is a function 
 MAC and of that device's own history, so a device's presence can be kept in the same
 partition that receives it: observe and presence run fused per input partition, and no
 repartition hop (``presence.events``) is needed. Raw MACs live only inside
-:meth:`PartitionState.process` and its in-memory memo (device → pseudonym, so one HMAC
-per device rather than per record; never serialised); the state, the checkpoints, the
-partials and the DLQ hold pseudonyms or redacted text only.
+:meth:`PartitionState.process` for the duration of one record; the state, the
+checkpoints, the partials and the DLQ hold pseudonyms or redacted text only.
 
 Semantics are exactly :mod:`occupancy.oracle`'s, applied to the partition's records in
 offset order:
 
-* validation with :func:`occupancy.schema.validate` and one :class:`EventClock` per
-  partition (far-future / too-late relative to this partition's clock);
+* validation with :func:`occupancy.schema.parse_observation` and one quorum clock per
+  partition (:class:`occupancy.clock.PartitionClock`: a record far ahead is held until
+  the clock — moved only by ``clock_quorum`` records or by a marker of the global
+  clock — catches up, else dead-lettered ``far_future``; too-late relative to it);
 * a device is present at tick ``t`` at the location of its latest admitted
   observation with ``ts ≤ t`` (ties: the later offset) iff ``t − ts < validity_s``;
 * tick ``t`` is final for the partition when its watermark (max ts − lateness) is
@@ -44,28 +45,27 @@ from typing import Any
 import numpy as np
 
 from mechanisms.pseudonym import ttl_expired
+from occupancy.clock import ADMIT, DEFAULT_QUORUM, HOLD, TOO_LATE, PartitionClock
 from occupancy.schema import (
     MAC_RE,
     MAX_TS,
     MIN_TS,
     PSEUDONYM_RE,
-    EventClock,
     Invalid,
     decode,
+    parse_observation,
     quick_fields,
-    validate,
 )
-from streams.pipeline.identity import salt_window, state_from_json, state_to_json
+from streams.pipeline.identity import state_from_json, state_to_json
 
 REDACTED = "<redacted>"
+#: emptied; 2¹⁶ ≈ the devices of a large campus in one partition's validity window.
+MEMO_SIZE = 1 << 16
 #: Watermark marker records on ``wifi.observations`` start with this (see :func:`sign_marker`).
 WATERMARK_PREFIX = b'{"watermark":'
 #: Longest marker record accepted (a signed marker is ~120 bytes).
 MAX_MARKER_BYTES = 256
 _MARKER_DOMAIN = b"occustream-watermark-marker-v1"
-#: Devices memoised per partition (device as sent → MAC, pseudonym) before the memo is
-#: emptied; 2¹⁶ ≈ the devices of a large campus in one partition's validity window.
-MEMO_SIZE = 1 << 16
 
 
 def _marker_tag(secret: bytes, ts: float, partition: int) -> str:
@@ -206,6 +206,7 @@ class StageConfig:
     secret: bytes
     track_ttl: bool = True
     max_marker_jump_s: float = 2 * 86400.0
+    clock_quorum: int = DEFAULT_QUORUM
 
 
 @dataclass
@@ -215,7 +216,7 @@ class PartitionState:
     Attributes:
         partition: the input partition.
         offset: last input offset incorporated (−1: none).
-        max_ts: the partition's event clock (max admitted event time).
+        max_ts: the partition's event clock (:attr:`occupancy.clock.PartitionClock.value`).
         min_ts: earliest admitted event time (fixes the first tick).
         next_k: index of the next tick to finalise (tick = k · tick_s).
         first_k: index of the first tick this partition reports.
@@ -224,6 +225,8 @@ class PartitionState:
         ttl_devices: the same per TTL-salt pseudonym.
         ttl_state: HMAC pseudonym → TTL salt state.
         dlq_counts: DLQ reason → count.
+        clock: the clock's state (:meth:`occupancy.clock.PartitionClock.to_json`; held
+            records carry pseudonyms and redacted text only).
     """
 
     partition: int
@@ -236,23 +239,20 @@ class PartitionState:
     ttl_devices: dict[str, list[list[float]]] = field(default_factory=dict)
     ttl_state: dict[str, Any] = field(default_factory=dict)
     dlq_counts: dict[str, int] = field(default_factory=dict)
-    # memos of pure functions, in process memory only (not in checkpoints, not compared):
-    # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms, the
-    # pseudonymizer they were computed with, and HMAC pseudonym → (TTL state, TTL
-    # pseudonym, the event times for which that salt holds (identity.salt_window), the
-    # salted identifier: the MAC, or the pseudonym for a record pseudonymised at the edge)
+    clock: dict[str, Any] = field(default_factory=dict)
+    # memo of a pure function, in process memory only (not in checkpoints, not compared):
+    # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms, and the
+    # pseudonymizer they were computed with
     _macs: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _edge: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _memo_of: Any = field(default=None, repr=False, compare=False)
-    _ttl_memo: dict[str, tuple[Any, str, float, float, str]] = field(
-        default_factory=dict, repr=False, compare=False)
 
     # ---- serialisation -------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Compressed JSON snapshot."""
         d = {k: getattr(self, k) for k in (
             "partition", "offset", "max_ts", "min_ts", "next_k", "first_k",
-            "devices", "ttl_devices", "dlq_counts")}
+            "devices", "ttl_devices", "dlq_counts", "clock")}
         d["ttl_state"] = {k: state_to_json(v) for k, v in self.ttl_state.items()}
         return zlib.compress(json.dumps(d, separators=(",", ":")).encode(), 1)
 
@@ -275,100 +275,111 @@ class PartitionState:
 
         Records at or below :attr:`offset` are skipped (already in the state). After
         the records, every tick the watermark has passed is finalised.
-
-        Hot path (docs/ARCHITECTURE.md, walk 1): a record that
-        :func:`occupancy.schema.quick_fields` decodes, whose device is in this
-        partition's memo (device as sent → (MAC, pseudonym): one MAC check and one HMAC
-        per device, not per record) and whose AP is known, needs only the event clock;
-        every other record takes the full :func:`occupancy.schema.validate`, which
-        names the DLQ reason. Both give the same result for every record (the memo is
-        a cache of pure functions of the secret and the MAC), so outputs, state,
-        pseudonyms and DLQ records do not depend on which path a record took.
         """
         out = BatchResult()
-        clock = EventClock(cfg.lateness_s, cfg.max_future_s, self.max_ts)
-        admit = clock.admit
+        clock = self.make_clock(cfg)
         ap_location, loc_index = cfg.ap_location, cfg.location_index
-        ap_li = {ap: loc_index.get(loc, -1) for ap, loc in ap_location.items()}
-        devices, ttl_devices, ttl_state = self.devices, self.ttl_devices, self.ttl_state
+        dlq_counts = self.dlq_counts
         track_ttl = cfg.track_ttl and ttl_step is not None
         secret, ttl_s = cfg.secret, cfg.ttl_s
+        ap_li = {ap: loc_index.get(loc, -1) for ap, loc in ap_location.items()}
         if self._memo_of is not pseudonym:
             self._memo_of = pseudonym
             self._macs, self._edge = {}, {}
-        macs, edge, ttl_memo = self._macs, self._edge, self._ttl_memo
-        min_ts = self.min_ts
+        macs, edge = self._macs, self._edge
         last = self.offset
         now = time.time()
+
+        def dead(reason: str, text: str) -> None:
+            kind = reason.split(":", 1)[0]
+            dlq_counts[kind] = dlq_counts.get(kind, 0) + 1
+            out.dlq.append(json.dumps({"raw": text, "reason": reason, "ts_received": now},
+                                      separators=(",", ":")).encode())
+
         for off, raw in records:
             if off <= last:
                 out.skipped += 1
                 continue
             last = off
             if isinstance(raw, bytes) and raw.startswith(WATERMARK_PREFIX):
-                obs = self._marker(raw, cfg, clock)
-                if obs is None:
+                bad = self._marker(raw, cfg, clock)
+                if bad is None:
                     continue
                 out.processed += 1
-                self._dead_letter(out, obs, raw, now)
+                dead(bad.reason, redact(raw))
                 continue
             out.processed += 1
+            # hot path: a plainly well-formed record of a memoised device at a known AP
+            # (one MAC check and one HMAC per device, not per record); anything else takes
+            # the full parse, which names the DLQ reason — both give the same result
             q = quick_fields(raw)
+            ident = li = None
             if q is not None:
                 device, ap, ts, edge_pid = q
                 ident = (edge if edge_pid else macs).get(device)
                 if ident is None:
                     ident = self._identify(device, edge_pid, pseudonym)
                 li = ap_li.get(ap)
-                if ident is None or li is None:
-                    q = None  # bad_mac / unknown_ap: the full path names it
-                else:
-                    reason = admit(ts)
-                    if reason is not None:
-                        self._dead_letter(out, Invalid(reason), raw, now)
-                        continue
-                    mac, pid = ident
-            if q is None:
-                obs = validate(raw, ap_location, clock)
+            if ident is None or li is None:
+                obs = parse_observation(raw, ap_location)
                 if isinstance(obs, Invalid):
-                    self._dead_letter(out, obs, raw, now)
+                    dead(obs.reason, redact(raw))
                     continue
-                ts, mac = obs.ts, obs.device
+                ts, device = obs.ts, obs.device
                 li = loc_index.get(obs.location, -1)
                 # an edge connector already applied the same keyed HMAC (streams.schema)
-                pid = mac if obs.pseudonymised else pseudonym(mac)
-            if min_ts is None or ts < min_ts:
-                min_ts = ts
-            entry = [ts, off, li]
-            lst = devices.get(pid)
+                pid = device if obs.pseudonymised else pseudonym(device)
+            else:
+                device, pid = ident
+            # [offset, location index, pseudonym, TTL pseudonym, redacted raw if held]
+            payload: list[Any] = [off, li, None, None]
+            decision, released, expired = clock.offer(ts, payload)
+            if decision == TOO_LATE:
+                dead("too_late", redact(raw))
+                continue
+            payload[2] = pid
+            if track_ttl:  # in arrival order, held or not (the salt needs the raw MAC)
+                payload[3], ttl_state_ = ttl_step(secret, device, ts,
+                                                  self.ttl_state.get(pid), ttl_s)
+                self.ttl_state[pid] = ttl_state_
+            if decision == ADMIT:
+                self._admit(ts, payload)
+            elif decision == HOLD:
+                payload.append(redact(raw))
+            for ts, _, held in released:
+                self._admit(ts, held)
+            for _, _, held in expired:
+                dead("far_future", held[4] if len(held) > 4 else REDACTED)
+        self.offset = last
+        self.max_ts = clock.value
+        self.clock = clock.to_json()
+        out.partials = self._finalise(cfg, track_ttl)
+        return out
+
+    def make_clock(self, cfg: StageConfig) -> PartitionClock:
+        """The partition's clock from its state (a checkpoint without one: floor = max_ts)."""
+        if self.clock:
+            return PartitionClock(cfg.lateness_s, cfg.max_future_s, cfg.clock_quorum,
+                                  **self.clock)
+        return PartitionClock(cfg.lateness_s, cfg.max_future_s, cfg.clock_quorum,
+                              floor=self.max_ts)
+
+    def _admit(self, ts: float, payload: list[Any]) -> None:
+        """Add one admitted observation (``payload`` from :meth:`process`) to the state."""
+        off, li, pid, tid = payload[:4]
+        if self.min_ts is None or ts < self.min_ts:
+            self.min_ts = ts
+        entry = [ts, off, li]
+        for table, key in ((self.devices, pid), (self.ttl_devices, tid)):
+            if key is None:  # no TTL pseudonym when TTL counts are off
+                continue
+            lst = table.get(key)
             if lst is None:
-                devices[pid] = [entry]
+                table[key] = [entry]
             elif lst[-1][0] <= ts:
                 lst.append(entry)
             else:
                 insort(lst, entry)
-            if track_ttl:
-                st = ttl_state.get(pid)
-                memo = ttl_memo.get(pid)
-                if (memo is not None and memo[0] is st and memo[2] <= ts < memo[3]
-                        and memo[4] == mac):
-                    tid = memo[1]  # the salt holds: ttl_step would return (tid, st)
-                else:
-                    tid, st = ttl_step(secret, mac, ts, st, ttl_s)  # type: ignore[misc]
-                    ttl_state[pid] = st
-                    ttl_memo[pid] = (st, tid, *salt_window(st, ttl_s), mac)
-                tl = ttl_devices.get(tid)
-                if tl is None:
-                    ttl_devices[tid] = [entry]
-                elif tl[-1][0] <= ts:
-                    tl.append(entry)
-                else:
-                    insort(tl, entry)
-        self.offset = last
-        self.max_ts = clock.max_ts
-        self.min_ts = min_ts
-        out.partials = self._finalise(cfg, track_ttl)
-        return out
 
     def _identify(self, device: str, edge_pid: bool,
                   pseudonym: Callable[[str], str]) -> tuple[str, str] | None:
@@ -397,29 +408,24 @@ class PartitionState:
         memo[device] = ident
         return ident
 
-    def _dead_letter(self, out: BatchResult, why: Invalid, raw: Any, now: float) -> None:
-        """Count ``why`` and append the redacted DLQ record for ``raw``."""
-        kind = why.kind
-        self.dlq_counts[kind] = self.dlq_counts.get(kind, 0) + 1
-        out.dlq.append(json.dumps(
-            {"raw": redact(raw), "reason": why.reason, "ts_received": now},
-            separators=(",", ":")).encode())
-
-    def _marker(self, raw: bytes, cfg: StageConfig, clock: EventClock) -> Invalid | None:
+    def _marker(self, raw: bytes, cfg: StageConfig, clock: PartitionClock) -> Invalid | None:
         """Apply a watermark marker to ``clock``; None if it was applied, else why not.
 
         A marker must be authentic for this partition (:func:`verify_marker`) and at most
         ``cfg.max_marker_jump_s`` ahead of the partition's clock (``marker_jump``), so
         one record can never make the stage finalise (and allocate) more than
-        ``max_marker_jump_s / tick_s`` ticks.
+        ``max_marker_jump_s / tick_s`` ticks (before the clock exists, the jump is
+        measured from the largest event time seen). Held records it brings within
+        ``max_future_s`` of the clock are admitted.
         """
         ts = verify_marker(raw, cfg.secret, self.partition)
         if isinstance(ts, Invalid):
             return ts
-        if clock.max_ts is not None and ts - clock.max_ts > cfg.max_marker_jump_s:
+        c = clock.reference
+        if c is not None and ts - c > cfg.max_marker_jump_s:
             return Invalid("marker_jump")
-        if clock.max_ts is None or ts > clock.max_ts:
-            clock.max_ts = ts
+        for t, _, held in clock.raise_floor(ts):
+            self._admit(t, held)
         return None
 
     def watermark(self, lateness_s: float) -> float | None:
@@ -463,7 +469,6 @@ class PartitionState:
                 expired = [k for k, v in self.ttl_state.items() if ttl_expired(v, wm, ttl_s)]
                 for k in expired:
                     del self.ttl_state[k]
-                    self._ttl_memo.pop(k, None)
         return out
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
+from occupancy.clock import global_clock
 from streams.pipeline.occupancy import OccupancyState
 from streams.pipeline.presence import sign_marker
 from streams.pipeline.release import Releaser, release_record
@@ -338,7 +339,10 @@ class OccupancyRuntime:
 
         When the next tick has not become final for ``idle_s`` wall seconds, each
         partition it still waits for gets a watermark marker carrying the largest event
-        time any partition has reported (:func:`~streams.pipeline.presence.sign_marker`).
+        time a majority of partitions has reached and not past wall time + max_future_s
+        (:func:`occupancy.clock.global_clock`; markers:
+        :func:`~streams.pipeline.presence.sign_marker`), so one partition pushed ahead
+        is never copied to the others.
         """
         if self.state is None or self._rebuild:
             async with self._locked():
@@ -355,8 +359,9 @@ class OccupancyRuntime:
             return
         if now - self._stall_since < self.s.idle_s:
             return
-        g = max(st.max_ts.values(), default=0.0)
-        if g <= 0:
+        g = global_clock([st.max_ts.get(str(p)) or None for p in range(st.partitions)],
+                         st.partitions, wall=time.time(), max_future_s=self.s.max_future_s)
+        if g is None or g <= 0:
             return
         sent = []
         for p in st.blocking():

@@ -42,7 +42,7 @@ def stage_config(settings: Settings, site: Site) -> StageConfig:
         lateness_s=settings.lateness_s, max_future_s=settings.max_future_s,
         ttl_s=settings.ttl_s, secret=settings.secret,
         track_ttl=reads_ttl_counts(settings.mechanisms),
-        max_marker_jump_s=settings.max_marker_jump_s,
+        max_marker_jump_s=settings.max_marker_jump_s, clock_quorum=settings.clock_quorum,
     )
 
 

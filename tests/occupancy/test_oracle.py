@@ -21,6 +21,9 @@ def ev(dev, ap, ts):
 
 def run(events, **kw):
     kw.setdefault("lateness_s", 0.0)
+    # quorum 1: the clock is the largest event time seen (these cases are about presence;
+    # the quorum clock itself: tests/occupancy/test_clock.py)
+    kw.setdefault("quorum", 1)
     return occupancy_oracle(events, APS, LOCS, **kw)
 
 
@@ -52,7 +55,8 @@ def test_out_of_order_within_lateness_uses_event_time():
 
 
 def test_too_late_and_invalid_records_do_not_count():
-    events = [
+    events = [  # quorum 2: two records start the clock at T0 + 500
+        ev(M1, "ap1", T0 + 500),
         ev(M1, "ap1", T0 + 500),
         ev(M2, "ap2", T0 + 100),  # 400 s behind the clock, lateness 60: too late
         "{not json",
@@ -60,7 +64,7 @@ def test_too_late_and_invalid_records_do_not_count():
         ev(M2, "nope", T0 + 500),
         ev(M2, "ap2", T0 + 500 + 10 * 86400),  # far future
     ]
-    t = run(events, lateness_s=60, ticks=[T0 + 600])
+    t = run(events, lateness_s=60, ticks=[T0 + 600], quorum=2)
     assert t.counts.tolist() == [[1, 0]]
 
 

@@ -41,6 +41,8 @@ def site():
 
 
 def _cfg(site, **kw):
+    # quorum 1: the first record starts the clock (the quorum: tests/occupancy/test_clock.py)
+    kw.setdefault("clock_quorum", 1)
     return StageConfig(ap_location=dict(site.ap_location),
                        location_index=dict(site.location_index), tick_s=300.0,
                        validity_s=600.0, lateness_s=60.0, max_future_s=3600.0,
@@ -126,7 +128,8 @@ def test_every_bad_record_is_dead_lettered_and_good_ones_still_count(site):
                         300.0)
     ticks = [f.tick for f in final]
     assert ticks and max(ticks) < T0 + 2000
-    oracle = occupancy_oracle(good, site.ap_location, site.location_ids, ticks=ticks)
+    oracle = occupancy_oracle(good, site.ap_location, site.location_ids, ticks=ticks,
+                              quorum=cfg.clock_quorum)
     assert [f.counts for f in final] == oracle.counts.tolist()
     assert sum(map(sum, (f.counts for f in final))) > 0
     # the checkpoint round-trips after all of it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from bisect import insort
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,19 +22,15 @@ from occupancy.schema import (
     MAC_RE,
     MAX_DEPTH,
     PSEUDONYM_RE,
-    EventClock,
     Invalid,
     parse_observation,
     quick_fields,
-    validate,
 )
 from streams.pipeline import presence
 from streams.pipeline.identity import pseudonymizer, ttl_step
 from streams.pipeline.presence import (
-    WATERMARK_PREFIX,
     PartitionState,
     StageConfig,
-    redact,
     sign_marker,
 )
 
@@ -75,41 +71,12 @@ def _count_range_per_entry(devices, t0, n, tick_s, validity_s, n_loc):
 
 
 def _reference(state, records, cfg, pseudo, monkeypatch):
-    """Record-by-record: :func:`validate` on every record, a fresh HMAC and TTL step each."""
-    out = presence.BatchResult()
-    clock = EventClock(cfg.lateness_s, cfg.max_future_s, state.max_ts)
-    last = state.offset
-    for off, raw in records:
-        if off <= last:
-            out.skipped += 1
-            continue
-        last = off
-        if isinstance(raw, bytes) and raw.startswith(WATERMARK_PREFIX):
-            obs = state._marker(raw, cfg, clock)
-            if obs is None:
-                continue
-        else:
-            obs = validate(raw, cfg.ap_location, clock)
-        out.processed += 1
-        if isinstance(obs, Invalid):
-            state.dlq_counts[obs.kind] = state.dlq_counts.get(obs.kind, 0) + 1
-            out.dlq.append(json.dumps({"raw": redact(raw), "reason": obs.reason,
-                                       "ts_received": 0.0}).encode())
-            continue
-        if state.min_ts is None or obs.ts < state.min_ts:
-            state.min_ts = obs.ts
-        entry = [obs.ts, off, cfg.location_index.get(obs.location, -1)]
-        pid = obs.device if obs.pseudonymised else pseudo(obs.device)
-        insort(state.devices.setdefault(pid, []), entry)
-        tid, state.ttl_state[pid] = ttl_step(cfg.secret, obs.device, obs.ts,
-                                             state.ttl_state.get(pid), cfg.ttl_s)
-        insort(state.ttl_devices.setdefault(tid, []), entry)
-    state.offset = last
-    state.max_ts = clock.max_ts
+    """Record-by-record: the full parse on every record (no fast path, no memo hit), a
+    fresh HMAC and TTL step each, and the per-entry counting."""
     with monkeypatch.context() as m:
+        m.setattr(presence, "quick_fields", lambda raw: None)
         m.setattr(presence, "_count_range", _count_range_per_entry)
-        out.partials = state._finalise(cfg, True)
-    return out
+        return state.process(records, cfg, pseudo, ttl_step)
 
 
 def _uncached(secret):
@@ -277,7 +244,7 @@ def test_property_quick_fields_never_disagrees_with_the_full_check(raw):
 def test_device_memo_follows_the_pseudonymizer(site):
     """The memo caches ``pseudonym(MAC)``: another pseudonymizer (another secret) is never
     answered from it."""
-    cfg = _cfg(site)
+    cfg = replace(_cfg(site), clock_quorum=1)  # two records: each must move the clock
     ap = site.aps[0].id
     st_ = PartitionState(0)
     rec = json.dumps({"device": "aa:bb:cc:dd:ee:01", "ap": ap, "ts": T0}).encode()

@@ -98,7 +98,7 @@ def test_pseudonymizer_is_keyed_and_hides_the_mac(site) -> None:
     cfg = StageConfig(ap_location=dict(site.ap_location),
                       location_index=dict(site.location_index), tick_s=300.0,
                       validity_s=600.0, lateness_s=60.0, max_future_s=3600.0, ttl_s=1200.0,
-                      secret=SECRET.encode())
+                      secret=SECRET.encode(), clock_quorum=1)
     ap = site.aps[0].id
     recs = [(i, json.dumps({"device": m, "ap": ap, "ts": T0 + i}).encode())
             for i, m in enumerate(macs)]
@@ -117,14 +117,15 @@ def test_oracle_final_ticks_when_the_watermark_falls_exactly_on_a_tick(site) -> 
     first = {"device": "aa:bb:cc:dd:ee:01", "ap": ap, "ts": T0 + 10}
     for wm_offset, last in ((600.0, T0 + 300), (601.0, T0 + 600), (599.0, T0 + 300)):
         events = [first, {"device": "aa:bb:cc:dd:ee:02", "ap": ap, "ts": T0 + wm_offset + 60}]
-        table = occupancy_oracle(events, site.ap_location, site.location_ids, lateness_s=60.0)
+        table = occupancy_oracle(events, site.ap_location, site.location_ids, lateness_s=60.0,
+                                 quorum=1)  # two records: the clock is their maximum
         assert table.ticks.tolist() == [T0 + 300.0 * k for k in range(1, int(
             (last - T0) / 300) + 1)], wm_offset
         # the presence + occupancy stages finalise exactly the same ticks
         cfg = StageConfig(ap_location=dict(site.ap_location),
                           location_index=dict(site.location_index), tick_s=300.0,
                           validity_s=600.0, lateness_s=60.0, max_future_s=3600.0,
-                          ttl_s=1200.0, secret=SECRET.encode())
+                          ttl_s=1200.0, secret=SECRET.encode(), clock_quorum=1)
         res = PartitionState(0).process(
             [(i, json.dumps(e).encode()) for i, e in enumerate(events)], cfg,
             pseudonymizer(SECRET.encode()))
