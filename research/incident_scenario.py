@@ -37,7 +37,9 @@ def run(building: str = "dbh", *, days: float = 1.0, seed: int = 7,
     sim = simulate(site, days=days, seed=seed,
                    scenarios=Scenarios(overcapacity=True, broken_ap=False,
                                        weekly_meeting=False))
-    settings = Settings(site=building, mechanisms=(mechanism,), secret=secret)
+    # event-level MIDE (per-tick and per-hour decisions): the setting the issue measured
+    settings = Settings(site=building, mechanisms=(mechanism,), secret=secret,
+                        privacy_unit="event")
     releaser = Releaser(settings.release_config(), site)
     table = sim.occupancy(tick_s=settings.tick_s)
     states: dict[str, bytes | None] = {}

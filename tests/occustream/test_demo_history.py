@@ -17,7 +17,8 @@ def test_backfill_writes_days_before_the_start_through_the_one_writer(
     from occustream.history import backfill
     from streams.settings import Settings
 
-    s = Settings(site="dbh", mechanisms=("laplace", "ttl"), secret=b"history-test-secret")
+    s = Settings(site="dbh", mechanisms=("laplace", "ttl"), secret=b"history-test-secret",
+                 privacy_unit="event")  # the thesis MIDE alerts, charged per tick
     got = backfill(redis_url, s, start_ts=START, days=2, seed=3)
     assert got["mechanisms"] == ["laplace"]  # TTL needs the presence stage's chains
     # ticks close (t − 300, t]: the last one closes at the start, the live stream's
