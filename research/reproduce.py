@@ -643,7 +643,8 @@ def run(out: Path, settings: Settings, *, quick: bool, seed: int = 1,
                            progress=progress)
         claims.extend(pegasus_claims(rows))
         ev.write_report(rows, [], state["data5"], out / "pegasus_vs_laplace", "md")
-        figs[SECTIONS[1]] = _rel(out, sorted((out / "pegasus_vs_laplace").glob("0*-mae*.png")))
+        figs[SECTIONS[1]] = _rel(out, sorted(
+            (out / "pegasus_vs_laplace").glob("*-[0-9][0-9]-mae*.png")))
         extra[SECTIONS[1]] = (f"Ratios to Laplace at the same ε per tick, same week, "
                               f"{settings.eval_runs} noise run(s); the bench "
                               "(`python -m bench pegasus`, seeds 1–3) has the medians.")
