@@ -45,52 +45,20 @@ from mechanisms import consistency, continual, device_day, hierarchical
 from mechanisms.gaussian import discrete_gaussian
 from mechanisms.noise import discrete_laplace, keyed_rng
 from occupancy.buildings import load_site
+from research.device_day_eval import (
+    laplace_event,
+    run_design,
+    w_event_ba,
+    week,
+)
 from simulator import simulate
 
 KEY = b"bench-device-day-secret-0123456789"
 SEEDS_FULL = (101, 102, 103)
 SEEDS_QUICK = (101,)
-TICK_S = 300
-VALIDITY_S = 600.0
 
 
 # --------------------------------------------------------------------------- data
-
-
-def _week(seed: int) -> dict:
-    """Counts per tick and node, the tree, and per (device, tick) presence rows."""
-    sim = simulate("dbh", days=7, seed=seed)
-    occ = sim.occupancy()
-    site = sim.site
-    tree = hierarchical.tree_from_paths(site.hierarchy())
-    ticks = occ.ticks
-    abs_tick = np.round(ticks / TICK_S).astype(np.int64)
-    truth = np.array([tree.aggregate(c) for c in occ.counts])
-    # presence rows (device, tick index, location) by the oracle's own rule (occupancy.oracle)
-    ev = [e for e in sim.events()
-          if isinstance(e.get("ts"), float) and e.get("ap") in site.ap_location]
-    ids: dict[str, int] = {}
-    dev = np.array([ids.setdefault(e["device"], len(ids)) for e in ev])
-    ts = np.array([e["ts"] for e in ev])
-    loc = np.array([site.location_index[site.ap_location[e["ap"]]] for e in ev])
-    order = np.lexsort((np.arange(ts.size), ts, dev))
-    t_o, d_o, l_o = ts[order], dev[order], loc[order]
-    end = t_o + VALIDITY_S
-    same = d_o[1:] == d_o[:-1]
-    end[:-1] = np.where(same, np.minimum(end[:-1], t_o[1:]), end[:-1])
-    lo = np.searchsorted(ticks, t_o, "left")
-    hi = np.searchsorted(ticks, end, "left")
-    n = hi - lo
-    m = n > 0
-    rows_d = np.repeat(d_o[m], n[m])
-    rows_t = np.concatenate([np.arange(a, b) for a, b in zip(lo[m], hi[m], strict=True)])
-    rows_l = np.repeat(l_o[m], n[m])
-    check = np.zeros_like(occ.counts)
-    np.add.at(check, (rows_t, rows_l), 1)
-    if not np.array_equal(check, occ.counts):  # the rows must reproduce the oracle
-        raise RuntimeError("presence rows do not reproduce the oracle's counts")
-    return {"site": site, "tree": tree, "abs_tick": abs_tick, "truth": truth,
-            "leaf_counts": occ.counts, "rows": (rows_d, rows_t, rows_l)}
 
 
 def _bounded_leaf_counts(w: dict, b: int) -> np.ndarray:
@@ -106,138 +74,6 @@ def _bounded_leaf_counts(w: dict, b: int) -> np.ndarray:
         a, z = cuts[i], cuts[i + 1]
         out[i] = bounder.counts(rd[a:z].tolist(), rl[a:z], int(w["abs_tick"][i]))
     return out
-
-
-def _hour_keys(w: dict) -> np.ndarray:
-    return w["abs_tick"] // 12
-
-
-def _hourly_truth(w: dict) -> tuple[np.ndarray, np.ndarray]:
-    keys = _hour_keys(w)
-    uk, inv = np.unique(keys, return_inverse=True)
-    sums = np.zeros((uk.size, w["truth"].shape[1]))
-    np.add.at(sums, inv, w["truth"])
-    return uk, sums / np.bincount(inv)[:, None]
-
-
-def _targets(w: dict, hour_keys: np.ndarray, est: np.ndarray) -> dict[str, float]:
-    """Target figures (% of peak / capacity) of hourly estimates ``est`` (hours × nodes)."""
-    uk, th = _hourly_truth(w)
-    idx = np.searchsorted(uk, hour_keys)
-    th = th[idx]
-    tree, site = w["tree"], w["site"]
-    err = np.abs(est - th).mean(axis=0)
-    peak = th.max(axis=0)
-    bld = tree.depth == 0
-    flo = tree.depth == 1
-    cap = np.zeros(tree.n_nodes)
-    cap[tree.leaves] = np.array(site.capacities)
-    big = cap >= 100
-    return {
-        "building_pct_of_peak": float(100 * np.max(err[bld] / peak[bld])),
-        "floor_max_pct_of_peak": float(100 * np.max(err[flo] / peak[flo])),
-        "room100_max_pct_of_capacity": float(100 * np.max(err[big] / cap[big])),
-        "room_mae_all": float(err[tree.depth == tree.height - 1].mean()),
-    }
-
-
-# --------------------------------------------------------------------------- mechanisms
-
-
-def _run_design(w: dict, cfg: device_day.DeviceDayConfig, node_counts: np.ndarray,
-                repeat: int) -> dict:
-    tree = w["tree"]
-    plan = tree.plan
-    budget = cfg.budget()
-    st = device_day.initialize(plan, cfg)
-    hours, hkeys, quarters, qkeys = [], [], [], []
-    days = set()
-    for i, t in enumerate(w["abs_tick"].tolist()):
-        day = t // cfg.ticks_per_day
-        if day not in days:  # the day's other default releases: alerts and histogram
-            days.add(day)
-            budget.charge(day=day, share="alerts", mechanism="mide-alerts (reserved)",
-                          rho=cfg.alert_share * cfg.rho_day)
-            budget.charge(day=day, share="histogram", mechanism="daily-histogram (reserved)",
-                          rho=cfg.histogram_share * cfg.rho_day)
-        st, rel = device_day.update(st, node_counts[i], plan, cfg, tick=t, budget=budget,
-                                    rng=keyed_rng(KEY, "device-day", repeat, t, "all"))
-        if rel.hour is not None:
-            hours.append(rel.hour)
-            hkeys.append(t // 12)
-        if rel.quarter is not None:
-            quarters.append(rel.quarter)
-            qkeys.append(t // 3)
-    out = _targets(w, np.array(hkeys), np.array(hours))
-    # live view: 15-minute consistent means vs the true 15-minute means
-    keys = w["abs_tick"] // 3
-    uk, inv = np.unique(keys, return_inverse=True)
-    sums = np.zeros((uk.size, tree.n_nodes))
-    np.add.at(sums, inv, w["truth"])
-    tq = (sums / np.bincount(inv)[:, None])[np.searchsorted(uk, np.array(qkeys))]
-    eq = np.abs(np.array(quarters) - tq).mean(axis=0)
-    _, th = _hourly_truth(w)
-    peak = th.max(axis=0)
-    out["live15_building_pct_of_peak"] = float(100 * eq[tree.depth == 0].max()
-                                               / peak[tree.depth == 0].max())
-    out["live15_floor_max_pct_of_peak"] = float(
-        100 * np.max(eq[tree.depth == 1] / peak[tree.depth == 1]))
-    out["epsilon_day_spent_max"] = max(budget.spent(d).epsilon for d in days)
-    out["delta"] = budget.delta
-    return out
-
-
-def _laplace_event(w: dict, repeat: int, eps_tick: float) -> dict:
-    leaf = w["leaf_counts"]
-    rng = np.random.default_rng([7, repeat])
-    noisy = leaf + discrete_laplace(1.0 / eps_tick, leaf.shape, rng=rng)
-    return _hourly_from_leaves(w, noisy, eps_tick, "laplace")
-
-
-def _hourly_from_leaves(w: dict, noisy_leaves: np.ndarray, eps_tick: float, name: str) -> dict:
-    tree = w["tree"]
-    keys = _hour_keys(w)
-    uk, inv = np.unique(keys, return_inverse=True)
-    hl = np.zeros((uk.size, noisy_leaves.shape[1]))
-    np.add.at(hl, inv, noisy_leaves)
-    hl /= np.bincount(inv)[:, None]
-    full = np.zeros((uk.size, tree.n_nodes))
-    full[:, tree.leaves] = hl
-    var = np.full(tree.n_nodes, np.inf)
-    var[tree.leaves] = 1.0
-    raw = consistency.least_squares(full, var, tree.plan)  # = sums of noisy rooms
-    post = consistency.nonnegative(raw, np.ones(tree.n_nodes), tree.plan)
-    a = {f"{name}_{k}": v for k, v in _targets(w, uk, raw).items()}
-    b = {f"{name}+nonneg_{k}": v for k, v in _targets(w, uk, post).items()}
-    return {**a, **b}
-
-
-def _w_event_ba(w: dict, repeat: int, eps_w: float, win: int) -> dict:
-    """Budget Absorption (Kellaris et al. VLDB 2014, Alg. 3) on the room vector."""
-    leaf = w["leaf_counts"].astype(float)
-    n_t, d = leaf.shape
-    rng = np.random.default_rng([8, repeat])
-    unit = eps_w / (2 * win)  # ε per tick for dissimilarity and for publication
-    out = np.zeros_like(leaf)
-    last = np.zeros(d)
-    l_pub, eps_pub = -(10**9), 0.0
-    published = 0
-    for i in range(n_t):
-        dis = np.abs(leaf[i] - last).mean() + rng.laplace(0.0, 1.0 / (d * unit))
-        t_null = round(eps_pub / unit) - 1  # ticks nullified after the last publication
-        if i - l_pub <= t_null:
-            out[i] = last
-            continue
-        t_abs = i - (l_pub + max(t_null, 0))  # ticks whose budget can be absorbed (≥ 1)
-        eps2 = unit * min(t_abs, win)
-        if dis > 1.0 / eps2:
-            last = leaf[i] + rng.laplace(0.0, 1.0 / eps2, d)
-            l_pub, eps_pub = i, eps2
-            published += 1
-        out[i] = last
-    res = _hourly_from_leaves(w, out, unit, "w_event_ba")
-    res["w_event_ba_publications"] = published
-    return res
 
 
 def _tree_vs_flat(b: int = 288, t: int = 288) -> dict:
@@ -372,14 +208,14 @@ def run(quick: bool = False) -> dict:
     cfg = device_day.DeviceDayConfig()
     cfg_b = device_day.DeviceDayConfig(max_ticks_per_device=120)
     for seed in seeds:
-        w = _week(seed)
+        w = week(seed)
         nodes = w["truth"]
         nodes_b = np.array([w["tree"].aggregate(c) for c in _bounded_leaf_counts(w, 120)])
         for r in range(repeats):
-            design.append(_run_design(w, cfg, nodes, r))
-            bounded.append(_run_design(w, cfg_b, nodes_b, r))
-            lap.append(_laplace_event(w, r, 4.0 / 288))
-            ba.append(_w_event_ba(w, r, 4.0, 288))
+            design.append(run_design(w, cfg, nodes, r, key=KEY))
+            bounded.append(run_design(w, cfg_b, nodes_b, r, key=KEY))
+            lap.append(laplace_event(w, r, 4.0 / 288))
+            ba.append(w_event_ba(w, r, 4.0, 288))
     out: dict = {"seeds": list(seeds), "noise_repeats": repeats, "days": 7,
                  "sigma_per_level(bldg,floor,room)": cfg.sigmas(3).round(2).tolist(),
                  "sigma_per_level_B120": cfg_b.sigmas(3).round(2).tolist(),
@@ -400,7 +236,7 @@ def run(quick: bool = False) -> dict:
                       "campus_tick_ms": 50}
     out["design_live_update_minutes"] = 5
     out.update(_tree_vs_flat())
-    out.update(_one_shot_counter(_week(seeds[0]), 0.01, repeats))
+    out.update(_one_shot_counter(week(seeds[0]), 0.01, repeats))
     out.update(_campus_tick_ms(20 if quick else 60))
     for eps in ((1.0,) if quick else (0.5, 1.0)):
         out.update(_hierarchical(eps, seed=11))

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alerts": ("dashboards.subscribers", "follow fire-code alerts in the terminal"),
     "evaluate": ("research.evaluate", "compare release mechanisms on simulated data"),
     "mide-eval": ("research.mide_eval", "MIDE threshold-query experiments (thesis ch. 5-6)"),
+    "device-day-eval": ("research.device_day_eval",
+                        "compare device-day, event-level and w-event releases at equal (ε, δ)"),
     "histogram": ("research.histogram", "DP histogram release and evaluation (SORTaki)"),
     "audit": ("research.audit", "what an attacker learns from each mechanism"),
     "tune": ("research.tune", "find the ε (or TTL) a utility target needs"),
