@@ -32,6 +32,10 @@ in the same process on the same simulated weeks.
    on two dbh days: flat Laplace rooms (floors/building = sums of noisy rooms) vs
    hierarchical Laplace with level shares 0.2/0.2/0.6 (+ least squares and
    non-negativity), equal shares, and without the consistency step.
+
+The simulated weeks and the design / baseline runs of items 1–2 live in
+:mod:`research.device_day_eval` (also behind ``occustream device-day-eval``, which adds
+colour agreement, window sums and alerts); this benchmark calls them.
 """
 
 from __future__ import annotations
