@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 import redis
+from aiokafka.partitioner import murmur2
 from test_pipeline_e2e import Run, read_topic
 
 from infra.services import EmbeddedKafka, EmbeddedRedis, create_topics
@@ -47,7 +48,14 @@ DAY0 = 1_767_600_000.0  # 2026-01-05 08:00 UTC
 HOURS = 2
 LATE_S = 1800.0  # the extra observation, after the last one (below max_future_s)
 WAIT_S = 90.0  # bound of every wait for the pipeline
+PARTITIONS = 4  # of wifi.observations (the settings' default)
 MECHS = ("laplace", "pegasus", "hpegasus", "ttl")
+#: The data end with ONE late observation that moves its partition's clock past the last
+#: ticks (then markers carry it to the others): with the quorum clock
+#: (docs/ARCHITECTURE.md "Event time") that needs a quorum of 1. The clock is not the
+#: subject here (tests/occupancy/test_clock.py, test_clock_e2e.py are); restarts are.
+QUORUM = 1
+QUORUM_1 = {"OCCUSTREAM_CLOCK_QUORUM": str(QUORUM)}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +66,22 @@ def data() -> dict[str, Any]:
     sim = simulate("dbh", days=HOURS / 24, seed=11, start=DAY0)
     recs = list(sim.records())
     events = [json.loads(v) for _, v, _ in recs]
-    key, value, arrival = recs[-1]
-    late = dict(json.loads(value), ts=round(json.loads(value)["ts"] + LATE_S, 3))
-    recs.append((key, json.dumps(late).encode(), arrival + LATE_S))
-    events.append(late)
-    g = late["ts"]
+    # one late observation at g for a device of each of partitions 1..3 (the producer's
+    # murmur2 partitioner over 4 partitions): a majority of partitions reach g, so the
+    # quorum clock's global clock is g, and partition 0 stays behind until an idle
+    # marker carries g to it (the quorum clock never copies ONE pushed partition)
+    g = round(json.loads(recs[-1][1])["ts"] + LATE_S, 3)
+    done: set[int] = set()
+    for key, value, arrival in reversed(list(recs)):
+        p = (murmur2(key) & 0x7FFFFFFF) % PARTITIONS
+        if p == 0 or p in done:
+            continue
+        done.add(p)
+        late = dict(json.loads(value), ts=g)
+        recs.append((key, json.dumps(late).encode(), arrival + LATE_S))
+        events.append(late)
+        if len(done) == PARTITIONS - 1:
+            break
     return {"records": recs, "events": events, "max_ts": g}
 
 
@@ -157,7 +176,8 @@ def assert_oracle(run: Run, true_recs: list[dict[str, Any]], events: list[Any]) 
         assert prev == d["counts"], f"tick {d['tick']}: true counts sent twice, differently"
     ticks = sorted(table)
     assert np.all(np.diff(ticks) == run.settings.tick_s), "a tick is missing"
-    oracle = occupancy_oracle(events, site.ap_location, site.location_ids, ticks=ticks)
+    oracle = occupancy_oracle(events, site.ap_location, site.location_ids, ticks=ticks,
+                              quorum=QUORUM)
     got = np.array([[table[t][loc] for loc in site.location_ids] for t in ticks])
     assert got.sum() > 0
     bad = [(t, int(np.abs(got[i] - oracle.counts[i]).sum()))
@@ -217,7 +237,7 @@ def test_embedded_redis_has_aof_by_default(tmp_path):
 def test_restart_with_backlog_never_stalls_and_sends_no_duplicates(
         data, kafka_bootstrap, redis_url, tmp_path):
     """D: two SIGKILLs, the second after every partial was consumed; all ticks final."""
-    run = Run(kafka_bootstrap, redis_url, tmp_path, "stall")
+    run = Run(kafka_bootstrap, redis_url, tmp_path, "stall", **QUORUM_1)
     r = redis.Redis.from_url(redis_url)
     r.flushdb()
     last = expected_last_tick(run, data["max_ts"])
@@ -265,7 +285,7 @@ def test_reset_broker_log_is_detected_and_nothing_released_twice(
     broker = EmbeddedKafka(log_dir=tmp_path).start()
     r = redis.Redis.from_url(redis_url)
     r.flushdb()
-    run = Run(broker.bootstrap, redis_url, tmp_path, "reset")
+    run = Run(broker.bootstrap, redis_url, tmp_path, "reset", **QUORUM_1)
     recs = data["records"]
     cuts = [0, int(len(recs) * 0.5), int(len(recs) * 0.75), len(recs)]
     obs = run.topic("wifi.observations")
@@ -337,7 +357,7 @@ def test_reset_broker_log_is_detected_and_nothing_released_twice(
 def test_redis_lost_without_persistence_never_rereleases(data, kafka_bootstrap, tmp_path):
     """F: Redis killed and restarted empty under a live worker, then while it is down."""
     server = EmbeddedRedis(log_dir=tmp_path, persistence=False).start()
-    run = Run(kafka_bootstrap, server.url, tmp_path, "redis")
+    run = Run(kafka_bootstrap, server.url, tmp_path, "redis", **QUORUM_1)
     run.env["OCCUSTREAM_METRICS_INTERVAL_S"] = "1"
     r = redis.Redis.from_url(server.url)
     recs = data["records"]
