@@ -52,6 +52,7 @@ from mechanisms.device_day import DeviceDayConfig, alert_alpha, threshold_alerts
 from mechanisms.errors import InvalidParameterError
 from mechanisms.noise import discrete_laplace, keyed_rng
 from occupancy.heatmap import baselines, colour_class
+from simulator.cli import HelpFormatter
 
 KEY = b"device-day-eval-key-not-a-secret"
 TICK_S = 300
@@ -558,18 +559,21 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: print the comparison table; write report.md and a PNG into --out."""
     p = argparse.ArgumentParser(
         prog="occustream device-day-eval",
-        description="compare device-day, event-level and w-event releases at equal (ε, δ)")
+        description="compare device-day, event-level and w-event releases at equal (ε, δ)",
+        formatter_class=HelpFormatter)
     p.add_argument("--days", type=_positive, default=7.0, help="simulated days (≥ 2)")
-    p.add_argument("--seeds", type=_seeds, default=[101, 102, 103])
-    p.add_argument("--epsilon-day", type=_positive, default=4.0)
-    p.add_argument("--delta", type=_positive, default=1e-6)
+    p.add_argument("--seeds", type=_seeds, default=[101, 102, 103],
+                   help="simulation seeds, comma-separated")
+    p.add_argument("--epsilon-day", type=_positive, default=4.0,
+                   help="ε per device-day shared by every design")
+    p.add_argument("--delta", type=_positive, default=1e-6, help="δ per device-day")
     p.add_argument("--beta", type=_positive, default=0.05, help="alert FNR bound")
     p.add_argument("--repeats", type=int, default=2, help="noise repeats per seed")
     p.add_argument("--out", default="device-day-eval", help="output directory")
     p.add_argument("--quick", action="store_true", help="one seed, 3 days, one repeat")
     p.add_argument("--alerts-only", action="store_true",
                    help="print the device-day alert rates per seed as JSON and exit")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     a = p.parse_args(argv)
     if a.days < 2:
         p.error(f"--days must be at least 2 (colour baselines need history), not {a.days!r}")
