@@ -25,13 +25,10 @@ from typing import Any
 
 from mechanisms.errors import check_positive, check_probability
 from mechanisms.noise import laplace_interval
-from mechanisms.pegasus import PegasusConfig
 from mechanisms.registry import noise_scale_from_meta
 
 #: Default level of the intervals shown in tooltips and served by the API.
 DEFAULT_LEVEL = 0.9
-#: Default share of a PeGaSus budget given to the perturber (ε_p = 0.8 ε).
-PEGASUS_PERTURB_SHARE = PegasusConfig.perturb_share
 #: Tree levels assumed for ``hpegasus`` when its meta does not say (building → floor → room).
 HPEGASUS_DEFAULT_LEVELS = 3.0
 

@@ -182,16 +182,6 @@ class CacheWriter:
             queue_meta(pipe, mech, meta)
         await pipe.execute()
 
-    async def done(self, out: TickOutput) -> bool:
-        """Whether every release of this tick was already written (a replay)."""
-        tj = _tick_json(out.tick)
-        mechs = sorted({rel.mechanism for rel in out.releases}
-                       | {r["mechanism"] for r in out.ledger})
-        pipe = self.r.pipeline(transaction=False)
-        for m in mechs:
-            pipe.zscore(rl.release_done(m), str(tj))
-        return bool(mechs) and all(v is not None for v in await pipe.execute())
-
     async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
         """Write one final tick: releases, baselines, ledger, alerts (idempotent).
 
@@ -432,10 +422,6 @@ class PipelineSink:
     async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
         """See :meth:`CacheWriter.write_meta`."""
         await (await self.writer()).write_meta(metas)
-
-    async def done(self, out: TickOutput) -> bool:
-        """See :meth:`CacheWriter.done`."""
-        return await (await self.writer()).done(out)
 
     async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
         """See :meth:`CacheWriter.write_tick`."""

@@ -40,6 +40,7 @@ Records (JSON; docs/DESIGN.md "Topics and records", with these refinements):
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -159,6 +160,6 @@ def build_app(settings: Settings, sink: SinkFactory,
     @app.timer(interval=settings.metrics_interval_s)
     async def metrics() -> None:
         h = await pipe.health()
-        log.info("health %s", pipe.health_json(h))
+        log.info("health %s", json.dumps(h, default=str))
 
     return app, pipe

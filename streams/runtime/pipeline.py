@@ -18,7 +18,6 @@ from Kafka, a reset broker log is detected from the checkpoints' positions; the 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -133,7 +132,3 @@ class Pipeline:
         await self.output.aclose()
         await self.sink.aclose()
         await self.checkpoints.aclose()
-
-    def health_json(self, h: dict[str, Any]) -> str:
-        """The health line as logged."""
-        return json.dumps(h, default=str)

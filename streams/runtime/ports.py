@@ -21,9 +21,6 @@ class ReadModelSink(Protocol):
     async def write_meta(self, metas: Mapping[str, Mapping[str, Any]]) -> None:
         """Publish each mechanism's public parameters."""
 
-    async def done(self, out: TickOutput) -> bool:
-        """Whether every release of this tick was already written (a replay)."""
-
     async def write_tick(self, out: TickOutput, true_counts: Sequence[int] | None = None) -> None:
         """Write one final tick (releases, baselines, ledger, alerts) exactly once."""
 
