@@ -120,6 +120,11 @@ async def game_rounds_played(client: Any, player: str) -> int:
     return int(await client.hget(rl.GAME_ROUNDS, player) or 0)
 
 
+async def game_points(client: Any, player: str) -> int:
+    """An IoT-DETECTIVE player's points."""
+    return int(await client.zscore(rl.GAME_LEADERBOARD, player) or 0)
+
+
 async def game_traces(client: Any, count: int | None = None) -> list[dict[str, Any]]:
     """The traces of played rounds, oldest first (each with its stream ``id``)."""
     entries = await client.xrange(rl.GAME_TRACES, count=count)
