@@ -261,6 +261,7 @@
     renderBoard(res.leaderboard);
     $("score").textContent = `${res.total} points`;
     drawChart();
+    $("result").scrollIntoView({ behavior: "smooth", block: "start" });
     document.body.dataset.answered = res.round;
   }
 
