@@ -40,7 +40,14 @@ from typing import Any
 import numpy as np
 
 from mechanisms import registry
-from mechanisms.accounting import Accountant, Budget, DayBudget, LedgerRecord
+from mechanisms.accounting import (
+    DEVICE_DAY_UNIT,
+    UNIT_OF_PRIVACY,
+    Accountant,
+    Budget,
+    DayBudget,
+    LedgerRecord,
+)
 from mechanisms.errors import InvalidParameterError, OccustreamError
 from mechanisms.noise import resolve_rng
 from occupancy.buildings import Site
@@ -79,8 +86,8 @@ ROUND_BONUS_CAP = 10
 #: ε of a round per unit of privacy (registry ``unit``): event-level ε per tick; ε per
 #: device-day for device-day mechanisms. Spread so that tasks go from hard to easy.
 EPSILONS: dict[str, tuple[float, ...]] = {
-    "event": (0.05, 0.2, 1.0),
-    "device-day": (4.0, 16.0, 64.0),
+    UNIT_OF_PRIVACY: (0.05, 0.2, 1.0),
+    DEVICE_DAY_UNIT: (4.0, 16.0, 64.0),
 }
 DEFAULT_DELTA = 1e-6
 #: A simulated day starts on a weekday of this week (Monday 2026-01-05 + 0..4 days).
@@ -98,7 +105,7 @@ def epsilons_for(mechanism: str) -> tuple[float, ...]:
     if cls is None:
         raise InvalidParameterError(
             f"mechanism must be one of {game_mechanisms()}, not {mechanism!r}")
-    return EPSILONS.get(cls.unit, EPSILONS["event"])
+    return EPSILONS.get(cls.unit, EPSILONS[UNIT_OF_PRIVACY])
 
 
 @dataclass(frozen=True)
