@@ -474,7 +474,7 @@ def create_app(
     r.add_get("/api/ledger", ledger)
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
-    game.register(app, site)  # the IoT-DETECTIVE game: /game, /api/game/*
+    game.register(app, site, lambda a: a[RM].client)  # IoT-DETECTIVE: /game, /api/game/*
     r.add_static("/static", STATIC, append_version=True)
     return app
 

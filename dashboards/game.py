@@ -30,6 +30,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,10 @@ class OpenRound:
 class GameState:
     """The game's in-process state: the site, the open rounds, the generation slots."""
 
-    def __init__(self, site: Site, mechanisms: list[str] | None = None) -> None:
+    def __init__(self, site: Site, redis_of: Callable[[web.Application], Any],
+                 mechanisms: list[str] | None = None) -> None:
         self.site = gr.game_site(site)
+        self.redis_of = redis_of
         self.mechanisms = list(mechanisms) if mechanisms else gr.game_mechanisms()
         unknown = sorted(set(self.mechanisms) - set(gr.game_mechanisms()))
         if unknown:
@@ -96,9 +99,7 @@ GAME: web.AppKey[GameState] = web.AppKey("game", GameState)
 
 
 def _client(request: web.Request) -> Any:
-    from dashboards.app import RM
-
-    return request.app[RM].client
+    return request.app[GAME].redis_of(request.app)
 
 
 def _player(raw: Any) -> str:
@@ -197,9 +198,17 @@ async def leaderboard(request: web.Request) -> web.Response:
     return web.json_response({"players": await reader.game_leaderboard(_client(request), limit)})
 
 
-def register(app: web.Application, site: Site, mechanisms: list[str] | None = None) -> None:
-    """Add the game's page and API to the dashboard app."""
-    app[GAME] = GameState(site, mechanisms)
+def register(app: web.Application, site: Site, redis_of: Callable[[web.Application], Any],
+             mechanisms: list[str] | None = None) -> None:
+    """Add the game's page and API to the dashboard app.
+
+    Args:
+        app: the dashboard app.
+        site: its site (a large campus plays its first building, :func:`game_rounds.game_site`).
+        redis_of: the app's read-model client (``redis.asyncio``), once the app runs.
+        mechanisms: the mechanisms rounds draw from (default: every one with a guarantee).
+    """
+    app[GAME] = GameState(site, redis_of, mechanisms)
     r = app.router
     r.add_get("/game", page)
     r.add_post("/api/game/rounds", new_round)
