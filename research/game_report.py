@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -221,7 +222,7 @@ def build_report(traces: Sequence[Mapping[str, Any]]) -> tuple[Report, list[dict
                       caption="errors: ticks (threshold), ranks (night region), minutes "
                               "(broken sensor, routine event)")
             rep.figure(figure(rows, unit, who), f"accuracy against ε per task, {title}, {unit}",
-                       name=f"accuracy-{who}-{unit}")
+                       name=f"accuracy-{who}-{re.sub(r'[^a-z]+', '-', unit.lower())[:10]}")
     return rep, rows
 
 

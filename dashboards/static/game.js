@@ -242,7 +242,8 @@
     const rows = $("result-rows"); rows.replaceChildren();
     for (const t of res.tasks) {
       const tr = el("tr", { "data-task": t.task });
-      const unit = t.task === "threshold" ? " intervals" : t.task === "night_region" ? " ranks" : " min";
+      const one = t.error === 1;
+      const unit = t.task === "threshold" ? (one ? " interval" : " intervals") : t.task === "night_region" ? (one ? " rank" : " ranks") : " min";
       tr.append(el("td", {}, TASK_TITLES[t.task] || t.task), el("td", { class: "estimate" }, fmt(t, t.estimate)),
         el("td", { class: "truth" }, fmt(t, t.truth)),
         el("td", {}, t.error === null ? "—" : Math.round(t.error * 10) / 10 + unit),
