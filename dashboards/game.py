@@ -5,7 +5,7 @@ Registered by :func:`register` in :func:`dashboards.app.create_app` (docs/game.m
 * ``GET /game`` — the page (``static/game.html``, ``game.js``, ``game.css``), linked
   from the dashboard's header.
 * ``POST /api/game/rounds`` — body ``{"player": NAME}`` (optionally ``"mechanism"``
-  and ``"epsilon"``, else the round draws them): a new round (:mod:`dashboards.
+  and ``"epsilon"`` of the game's grid, else the round draws them): a new round (:mod:`dashboards.
   game_rounds`) — the released day, the regions, the four questions, the mechanism, ε
   and how it was charged. Never the true counts nor the answers.
 * ``POST /api/game/rounds/{round_id}/answer`` — body ``{"answers": {task: estimate}}``:
@@ -49,6 +49,8 @@ MAX_OPEN_ROUNDS = 256
 ROUND_TTL_S = 3600.0
 #: Rounds generated at once (each simulates and releases a day in a worker thread).
 MAX_GENERATING = 2
+#: Round requests waiting or generating at once; more are answered 503 (Retry-After).
+MAX_WAITING = 8
 PLAYER_RE = re.compile(r"^[\w][\w .\-]{0,23}$")
 
 
@@ -76,6 +78,7 @@ class GameState:
                 f"game mechanisms must be among {gr.game_mechanisms()}, not {unknown}")
         self.rounds: OrderedDict[str, OpenRound] = OrderedDict()
         self.slots = asyncio.Semaphore(MAX_GENERATING)
+        self.pending = 0
 
     def cells(self) -> list[tuple[str, float]]:
         """The (mechanism, ε) a round may draw."""
@@ -138,13 +141,25 @@ async def new_round(request: web.Request) -> web.Response:
         eps = eps_drawn if eps is None else eps
     if mech not in game.mechanisms:
         raise InvalidParameterError(f"mechanism must be one of {game.mechanisms}, not {mech!r}")
+    grid = gr.epsilons_for(mech)
     if eps is None:
-        eps = secrets.choice(gr.epsilons_for(mech))
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps <= 1000:
-        raise InvalidParameterError(f"epsilon must be a number in (0, 1000], not {eps!r}")
-    async with game.slots:
-        rnd = await asyncio.to_thread(gr.make_round, game.site, mechanism=mech,
-                                      epsilon=float(eps))
+        eps = secrets.choice(grid)
+    # the grid only: an arbitrary ε (say 1e-4 per device-day) would make the exact
+    # samplers' tables, and so one request, arbitrarily expensive
+    if isinstance(eps, bool) or eps not in grid:
+        raise InvalidParameterError(f"epsilon must be one of {list(grid)} for {mech}, "
+                                    f"not {eps!r}")
+    if game.pending >= MAX_WAITING:
+        return web.json_response(
+            {"error": "too many rounds are being prepared; retry in a few seconds",
+             "status": 503}, status=503, headers={"Retry-After": "5"})
+    game.pending += 1
+    try:
+        async with game.slots:
+            rnd = await asyncio.to_thread(gr.make_round, game.site, mechanism=mech,
+                                          epsilon=float(eps))
+    finally:
+        game.pending -= 1
     played = await reader.game_rounds_played(_client(request), player)
     game.add(rnd, player)
     log.info("game: round %s for a player: %s at ε=%g", rnd.id, mech, eps)

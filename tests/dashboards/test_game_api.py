@@ -49,8 +49,10 @@ def test_a_round_from_start_to_leaderboard(served: Any, redis_client: Any) -> No
     assert post(f"{base}/rounds", {"player": "ann"}, token=None)[0] == 401
     assert post(f"{base}/rounds", {"player": "<script>"})[0] == 400
     assert post(f"{base}/rounds", {"player": "ann", "mechanism": "ttl"})[0] == 400  # no DP
+    assert post(f"{base}/rounds", {"player": "ann", "mechanism": "device-day",
+                                   "epsilon": 1e-4})[0] == 400  # off the grid
     status, rnd = post(f"{base}/rounds", {"player": "ann", "mechanism": "laplace",
-                                          "epsilon": 0.5})
+                                          "epsilon": 0.2})
     assert status == 200, rnd
     # the browser gets released values and questions only: never the truth
     assert _keys(rnd) <= {
@@ -62,7 +64,7 @@ def test_a_round_from_start_to_leaderboard(served: Any, redis_client: Any) -> No
     assert not _keys(rnd) & {"truth", "true", "true_series", "ranking", "detail"}
     for t in rnd["tasks"]:
         assert t["params"].get("answer") in ("count", "region", "time")
-    assert rnd["epsilon"] == 0.5 and rnd["privacy"]["releases_charged"] == len(rnd["ticks"])
+    assert rnd["epsilon"] == 0.2 and rnd["privacy"]["releases_charged"] == len(rnd["ticks"])
     server = served.app[GAME].rounds[rnd["id"]].round
     released = {lid: v for lid, v in rnd["released"].items()}
     assert any(released[lid] != server.true_series(lid) for lid in released)
