@@ -37,7 +37,7 @@ def test_play_one_round(served: Any, redis_client: Any, page: Any) -> None:
     page.click(f"button[data-show='loc:{tasks['threshold'].params['location']}']")
     released = json.loads(page.get_attribute("#chart path.released", "data-values"))
     thr = float(page.get_attribute("#chart line.threshold", "data-threshold"))
-    assert released == [round(v, 1) for v in server.released[
+    assert released == [round(float(v), 1) for v in server.released[
         :, server.locations.index(tasks["threshold"].params["location"])]]
     assert page.locator("#chart path.true").count() == 0  # no truth before answering
     estimate = sum(1 for v in released if v > thr)
