@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(thesis §3.2 post-demo evaluation), with a figure.")
     p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", ""),
                    help="read the traces the dashboard's game wrote (default $REDIS_URL)")
-    p.add_argument("--traces", default="", help="read traces from a JSONL file instead")
+    p.add_argument("--traces", default=None, help="read traces from a JSONL file instead")
     p.add_argument("--bots", type=int, default=0,
                    help="also play this many rounds per (mechanism, ε) with the scripted "
                         "analyst")
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the bots' first simulated day")
     p.add_argument("--out", default="game-report", help="output directory")
     p.add_argument("--format", choices=("html", "md"), default="md", help="report format")
-    p.add_argument("--save-traces", default="",
+    p.add_argument("--save-traces", default=None,
                    help="also write every trace used to this JSONL file")
     return p
 
