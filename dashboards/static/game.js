@@ -142,7 +142,9 @@
     return `Released with ${r.mechanism} — ${r.description} — at ε = ${r.epsilon} ${unit}; guarantee: ${p.guarantee}. ` +
       (perDay ? `The whole day was charged once (ε = ${Number(p.epsilon_release).toFixed(3)}, δ = ${p.delta}) `
               : `Each of the ${p.releases_charged} ticks was charged ε = ${Number(p.epsilon_release).toFixed(3)} `) +
-      `to this round's accountant before its noise was drawn.`;
+      `to this round's accountant before its noise was drawn.` +
+      (r.meta && r.meta.noise_scale ? ` Noise per released room value: ${r.meta.noise || "Laplace"} of scale ${Number(r.meta.noise_scale).toFixed(1)}` +
+        (r.meta.noise_note ? ` (${r.meta.noise_note}).` : ".") : "");
   }
   function taskField(t, i) {
     const r = state.round;
