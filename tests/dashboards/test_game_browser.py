@@ -19,6 +19,9 @@ def test_play_one_round(served: Any, redis_client: Any, page: Any) -> None:
     bodies: list[tuple[str, str]] = []
     page.on("response", lambda r: bodies.append((r.url, r.text()))
             if "/api/game/rounds" in r.url else None)
+    refused: list[str] = []  # the CSP is enforced (no inline script or style sheet)
+    page.on("console", lambda m: refused.append(m.text)
+            if "Content Security Policy" in m.text else None)
     # from the dashboard's header link, with the dashboard's token
     page.goto(f"{served.url}/#token={TOKENS.analyst}")
     page.click("#game-link")
@@ -68,4 +71,4 @@ def test_play_one_round(served: Any, redis_client: Any, page: Any) -> None:
     before = [b for u, b in bodies if not u.endswith("/answer")]
     assert before and all('"true_series"' not in b and '"ranking"' not in b and
                           '"truth"' not in b for b in before)
-    assert page.js_errors == []
+    assert page.js_errors == [] and refused == []
