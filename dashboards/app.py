@@ -44,7 +44,7 @@ from typing import Any
 
 from aiohttp import web
 
-from dashboards import hardening
+from dashboards import game, hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
 from infra.urls import safe_url
@@ -474,6 +474,7 @@ def create_app(
     r.add_get("/api/ledger", ledger)
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
+    game.register(app, site, lambda a: a[RM].client)  # IoT-DETECTIVE: /game, /api/game/*
     r.add_static("/static", STATIC, append_version=True)
     return app
 

@@ -34,6 +34,10 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
   ``{"event": open|update|resolve, "key", "incident"}``; the same JSON is published on
   the pub/sub channel ``incidents``
 * ``incidents:acks`` — hash, incident id → JSON ``{"ts", "role"}`` (one per incident)
+* ``game:leaderboard`` — sorted set, IoT-DETECTIVE player name → points (docs/game.md)
+* ``game:rounds`` — hash, player name → rounds played (the rounds bonus)
+* ``game:traces`` — stream (capped), field ``data`` = a played round's trace JSON
+  (mechanism, ε, per task estimate / truth / error / accuracy / points; no raw MAC)
 * ``incidents:state`` — string (internal), the incident state machine's JSON state
 * ``webhook:{name}:incidents:cursor`` / ``webhook:{name}:incidents:dlq`` — the same as
   the two above for a subscriber of the incident lifecycle
@@ -57,6 +61,9 @@ INCIDENTS_STREAM = "incidents:events"
 INCIDENTS_CHANNEL = "incidents"
 INCIDENTS_ACKS = "incidents:acks"
 INCIDENTS_STATE = "incidents:state"
+GAME_LEADERBOARD = "game:leaderboard"
+GAME_ROUNDS = "game:rounds"
+GAME_TRACES = "game:traces"
 
 
 def latest(mech: str) -> str:

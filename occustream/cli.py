@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "histogram": ("research.histogram", "DP histogram release and evaluation (SORTaki)"),
     "audit": ("research.audit", "what an attacker learns from each mechanism"),
     "tune": ("research.tune", "find the ε (or TTL) a utility target needs"),
+    "game-report": ("research.game_report",
+                    "IoT-DETECTIVE: accuracy per task and ε from the traces of play"),
     "reproduce": ("research.reproduce", "thesis tables and figures: thesis vs ours, one report"),
     "bench": ("bench.__main__", "run the benchmarks and print their figures"),
 }

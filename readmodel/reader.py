@@ -105,6 +105,37 @@ def _max_hour_epsilon(released: dict[float, float]) -> float:
     return best
 
 
+async def game_leaderboard(client: Any, limit: int = 10) -> list[dict[str, Any]]:
+    """The IoT-DETECTIVE leaderboard: ``[{name, points, rounds}]``, best first."""
+    top = await client.zrevrange(rl.GAME_LEADERBOARD, 0, max(int(limit), 1) - 1,
+                                 withscores=True)
+    names = [_s(n) for n, _ in top]
+    rounds = await client.hmget(rl.GAME_ROUNDS, names) if names else []
+    return [{"name": n, "points": int(p), "rounds": int(r or 0)}
+            for n, (_, p), r in zip(names, top, rounds, strict=True)]
+
+
+async def game_rounds_played(client: Any, player: str) -> int:
+    """Rounds an IoT-DETECTIVE player has played."""
+    return int(await client.hget(rl.GAME_ROUNDS, player) or 0)
+
+
+async def game_points(client: Any, player: str) -> int:
+    """An IoT-DETECTIVE player's points."""
+    return int(await client.zscore(rl.GAME_LEADERBOARD, player) or 0)
+
+
+async def game_traces(client: Any, count: int | None = None) -> list[dict[str, Any]]:
+    """The traces of played rounds, oldest first (each with its stream ``id``)."""
+    entries = await client.xrange(rl.GAME_TRACES, count=count)
+    out = []
+    for eid, fields in entries:
+        doc = _loads(fields.get(b"data", fields.get("data", b"{}")))
+        if isinstance(doc, dict):
+            out.append({"id": _s(eid), **doc})
+    return out
+
+
 class ReadModel:
     """Async reads of the read model for one site (a ``redis.asyncio.Redis`` client)."""
 

@@ -34,6 +34,7 @@ ALERTS_MAXLEN = 10000
 INCIDENT_EVENTS_MAXLEN = 10000
 TRIM_EVERY_TICKS = 12
 LEDGER_MAXLEN = 1_000_000
+GAME_TRACES_MAXLEN = 100_000
 
 
 def _tick_json(tick: float) -> int | float:
@@ -112,6 +113,17 @@ def queue_alert(pipe: Any, alert: Mapping[str, Any]) -> None:
     data = json.dumps(dict(alert))
     pipe.xadd(rl.ALERTS_STREAM, {"data": data}, maxlen=ALERTS_MAXLEN, approximate=True)
     pipe.publish(rl.ALERTS_CHANNEL, data)
+
+
+def queue_game_result(pipe: Any, player: str, points: int, trace: Mapping[str, Any]) -> None:
+    """Queue an IoT-DETECTIVE round played (dashboards/game.py).
+
+    The player's points on the leaderboard, one more round played, the trace (capped).
+    """
+    pipe.zincrby(rl.GAME_LEADERBOARD, int(points), player)
+    pipe.hincrby(rl.GAME_ROUNDS, player, 1)
+    pipe.xadd(rl.GAME_TRACES, {"data": json.dumps(dict(trace))}, maxlen=GAME_TRACES_MAXLEN,
+              approximate=True)
 
 
 def queue_incident_step(pipe: Any, step: inc.Step) -> None:
