@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "histogram": ("research.histogram", "DP histogram release and evaluation (SORTaki)"),
     "audit": ("research.audit", "what an attacker learns from each mechanism"),
     "tune": ("research.tune", "find the ε (or TTL) a utility target needs"),
-    "reproduce": ("research.reproduce", "thesis tables and figures: thesis vs ours, one report"),
+    "reproduce": ("research.reproduce", "thesis / SORTaki tables and figures: paper vs ours"),
     "bench": ("bench.__main__", "run the benchmarks and print their figures"),
 }
 

@@ -29,6 +29,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from mechanisms.errors import InvalidParameterError
+
 __all__ = [
     "PaperTable",
     "TABLES",
@@ -206,7 +208,9 @@ def paper_grid(table: PaperTable) -> Grid:
     grid: Grid = {}
     for alg, vals in table.rows.items():
         if len(vals) != len(cols):
-            raise ValueError(f"Table {table.key} row {alg}: {len(vals)} values, {len(cols)} columns")
+            raise InvalidParameterError(
+                f"Table {table.key} row {alg} must have {len(cols)} values, not {len(vals)!r}"
+            )
         for (d, e, g), v in zip(cols, vals, strict=True):
             grid[(alg, d, e, g)] = v
     return grid
@@ -231,7 +235,7 @@ class Score:
 
     @property
     def verdict(self) -> str:
-        """yes / partly / no / n/a."""
+        """The verdict of :attr:`value`: yes / partly / no / n/a."""
         return verdict(self.value)
 
 
