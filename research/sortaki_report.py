@@ -321,14 +321,52 @@ def _claims(res: TableResult, paper: Grid) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _why(key: str, scores: list[Score], claims: list[tuple[str, str, str, str]]) -> str:
-    if all(s.verdict in ("yes", "n/a") for s in scores) and all(c[3] == "yes" for c in claims):
+def _why(table: PaperTable, scores: list[Score], claims: list[tuple[str, str, str, str]],
+         ours_i: dict) -> str:
+    """Why the shape differs: the stand-ins' uniformity (Table I) and the measured notes."""
+    if all(s.verdict in ("yes", "n/a") for s in scores) and all(
+            c[3] in ("yes", "n/a") for c in claims):
         return ""
-    return WHY.get(key, "")
+    parts = []
+    for d in table.datasets:
+        if d in ours_i:
+            n, _, bins = ours_i[d]
+            pn, _, pb = TABLE_I[d]
+            parts.append(f"{d} {pb[0] / pn:.0%} vs our stand-in {bins[0] / n:.0%}")
+    text = ("the shares of values that AHP's partitioner keeps as bins at ε = 1 (Table I: "
+            + "; ".join(parts) + ") say how \"random\" a shape is; where ours is lower, the "
+            "stand-in is more uniform than the paper's data, and SORTaki §VII itself finds "
+            "that sorting then gains less and contiguous partitioners (DAWA, DPC) more.")
+    extra = WHY.get(table.key, "")
+    return text + (" " + extra if extra else "")
 
 
-#: the measured reasons a table's shape differs (written from the default run's numbers)
-WHY: dict[str, str] = {}
+#: measured notes beside the Table I explanation (default run, docs/sortaki-reproduction.md)
+_FINALIZER = (
+    "Our WAF (sDWF) beats AHP's finalizer (sDAHP) at every ε, where the paper has them "
+    "close: at γ_in = 0.9 AHP's bin error charges a single value 2/ε_f² = 200/ε², so the "
+    "DP partitioner builds few, large bins (about 80 against sDWF's 160 on the Wage-Per-Hour "
+    "stand-in at ε = 1), and after sorting the bias-corrected UEE underestimates their "
+    "spread (sorted noisy values look more uniform than the true ones)."
+)
+WHY: dict[str, str] = {
+    "III": "The stand-in has the paper's 15 records per value but is a 4096-value "
+    "histogram; at γ_in = 0.9 our sorting algorithms trail Identity slightly at ε = 1 "
+    "(the paper's beat it by 11 %) and win clearly at ε = 0.1, as the paper's do.",
+    "IV": _FINALIZER,
+    "V": "DPBench's MDSALARY is the salary histogram coarsened to 4096 bins (≈ 24 salaries "
+    "per bin), which smooths \"one bin per salary\" into a contiguous shape; at the paper's "
+    "1.4 records per value the contiguous DAWA and DPC win and sorting by noisy counts "
+    "mostly groups noise.",
+    "VI": "MDSALARY and INCOME are coarsened to 4096 bins (smooth, contiguous shapes): DAWA "
+    "wins every column. " + _FINALIZER,
+    "VII": "",
+    "VIII": "The greedy partitioner on sorted data merges most of the domain into one bin "
+    "at γ_in = 0.9 (about three quarters of the values for sGAHP at ε = 1), as Alg. 5 "
+    "with AHP's bin error prescribes; the paper's sGAHP is 4.2× Identity there, ours far "
+    "more.",
+    "IX": _FINALIZER,
+}
 
 
 def write_sortaki_report(
@@ -391,7 +429,7 @@ def write_sortaki_report(
 
         summary.append(f"| [{k}](#table-{k.lower()}) | {sc('winner')} | {sc('order')} | "
                        f"{sc('best γ_in')} | {sc('ε trend')} | {n_yes}/{len(claims)} |")
-        body += _section(res, paper, list(scores.values()), claims, png)
+        body += _section(res, paper, list(scores.values()), claims, png, ours_i)
         dump[k] = {
             "seconds": round(res.seconds, 1), "trials": res.trials, "domains": res.domains,
             "cells": [{"algorithm": a, "dataset": d, "epsilon": e, "gamma_in": g,
@@ -489,7 +527,7 @@ def _header(source: str, trials: int, quick: bool, seed: int, seconds: float,
 
 
 def _section(res: TableResult, paper: Grid, scores: list[Score],
-             claims: list[tuple[str, str, str, str]], png: str) -> list[str]:
+             claims: list[tuple[str, str, str, str]], png: str, ours_i: dict) -> list[str]:
     t = res.table
     lines = [
         f"## Table {t.key}",
@@ -512,7 +550,7 @@ def _section(res: TableResult, paper: Grid, scores: list[Score],
     if claims:
         lines += ["", "| the paper says | paper | ours | agrees |", "|---|---|---|---|"]
         lines += [f"| {c[0]} | {c[1]} | {c[2]} | {c[3]} |" for c in claims]
-    why = _why(t.key, scores, claims)
+    why = _why(t, scores, claims, ours_i)
     if why:
         lines += ["", f"Why it differs: {why}"]
     lines += ["", f"![Table {t.key}: error relative to Identity, ours solid, paper dashed]({png})",
