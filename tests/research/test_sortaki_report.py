@@ -41,7 +41,7 @@ def test_report_on_tiny_shapes(tmp_path: Path) -> None:
     text = path.read_text()
     for key in tables:
         assert f"## Table {key}" in text
-        assert (tmp_path / f"sortaki_table_{key}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (tmp_path / f"sortaki-table-{key}.png").read_bytes()[:4] == b"\x89PNG"
     assert "## Table IX" not in text
     assert "| [VII](#table-vii) |" in text and "| the paper says |" in text
     dump = json.loads((tmp_path / "sortaki.json").read_text())
@@ -52,6 +52,7 @@ def test_report_on_tiny_shapes(tmp_path: Path) -> None:
     assert "needs the full γ_in sweep" in text
 
 
+@pytest.mark.slow  # 2-7 s: Table IX at n = 64 and one PNG
 def test_cli_reads_a_dpbench_folder(tmp_path: Path) -> None:
     data = tmp_path / "dpbench"
     (data / "1D").mkdir(parents=True)
