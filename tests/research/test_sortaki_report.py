@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +74,24 @@ def test_cli_reads_a_dpbench_folder(tmp_path: Path) -> None:
 def test_unknown_table_is_refused(tmp_path: Path) -> None:
     with pytest.raises(sortaki_report.InvalidParameterError, match="tables must be among"):
         sortaki_report.write_sortaki_report(tmp_path, tables=("X",))
+
+
+def test_bad_arguments_end_with_one_line() -> None:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "occustream.cli", "reproduce", "sortaki", "--tables", "III,X"],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
+        text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "tables must be among" in lines[0]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--trials", "0"], "trials must be >= 1"),
+    (["--seed", "-1"], "seed must be >= 0"),
+])
+def test_bad_values_are_refused_before_any_run(argv: list[str], says: str) -> None:
+    with pytest.raises(sortaki_report.InvalidParameterError, match=says):
+        sortaki_report.main(argv)
