@@ -34,7 +34,7 @@ def test_density_scale_keeps_the_papers_records_per_value() -> None:
     assert sortaki_report.scale_for("NetTrace", 1024) == 100_000  # the paper's own domain
 
 
-@pytest.mark.slow  # 3-10 s: most of it drawing the three PNGs (matplotlib)
+@pytest.mark.slow  # 4 s idle, up to 20 s loaded: mostly drawing three PNGs (matplotlib)
 def test_report_on_tiny_shapes(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     shapes = {d: rng.pareto(1.5, 48) + 0.1 for d in sortaki_report.SUBSTITUTES}
@@ -55,7 +55,6 @@ def test_report_on_tiny_shapes(tmp_path: Path) -> None:
     assert "needs the full γ_in sweep" in text
 
 
-@pytest.mark.slow  # 2-7 s: Table IX at n = 64 and one PNG
 def test_cli_reads_a_dpbench_folder(tmp_path: Path) -> None:
     data = tmp_path / "dpbench"
     (data / "1D").mkdir(parents=True)
