@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tune": ("research.tune", "find the ε (or TTL) a utility target needs"),
     "game-report": ("research.game_report",
                     "IoT-DETECTIVE: accuracy per task and ε from the traces of play"),
-    "reproduce": ("research.reproduce", "thesis tables and figures: thesis vs ours, one report"),
+    "reproduce": ("research.reproduce", "thesis / SORTaki tables and figures: paper vs ours"),
     "bench": ("bench.__main__", "run the benchmarks and print their figures"),
 }
 

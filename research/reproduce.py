@@ -45,7 +45,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mechanisms.errors import InvalidParameterError
-from research import audit, audit_delta, mide_eval, mide_thesis
+from research import audit, audit_delta, mide_eval, mide_thesis, sortaki_report
 from research import evaluate as ev
 from research import mide_experiments as me
 from research.attacker import ADMIN_KINDS, ATTACKERS, open_regions
@@ -745,7 +745,9 @@ def build_parser() -> argparse.ArgumentParser:
         "report: thesis value, ours, and whether the shape agrees (Table 4.2, PeGaSus vs "
         "Laplace, Figs 4.3-4.6, §4.6.2 attackers, MIDE §5.5.2, Fig A.2, ch. 6).",
     )
-    p.add_argument("what", choices=("thesis",), help="what to reproduce")
+    p.add_argument("what", choices=("thesis", "sortaki"),
+                   help="what to reproduce (sortaki: SORTaki Tables III-IX; its options: "
+                   "occustream reproduce sortaki --help)")
     p.add_argument("--quick", action="store_true",
                    help="about one minute: 3 days, one run, no TTL (default: a few minutes)")
     p.add_argument("--out", type=Path, default=Path("out/reproduce"),
@@ -757,6 +759,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``occustream reproduce``."""
+    if argv[:1] == ["sortaki"]:  # its own options (research/sortaki_report.py)
+        return sortaki_report.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.seed < 0:
         raise InvalidParameterError(f"seed must be >= 0, not {args.seed!r}")
