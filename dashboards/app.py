@@ -44,6 +44,7 @@ from typing import Any
 
 from aiohttp import web
 
+from dashboards import cube as cube_api
 from dashboards import hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
@@ -474,6 +475,7 @@ def create_app(
     r.add_get("/api/ledger", ledger)
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
+    cube_api.register(r, RM)  # /api/histogram, /api/histogram/{day}
     r.add_static("/static", STATIC, append_version=True)
     return app
 

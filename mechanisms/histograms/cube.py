@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mechanisms import consistency
-from mechanisms.accounting import DayBudget, LedgerRecord, zcdp_to_epsilon
+from mechanisms.accounting import DayBudget, LedgerRecord
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.gaussian import discrete_gaussian
 from mechanisms.hierarchical import Tree
@@ -85,6 +85,7 @@ __all__ = [
     "CubeConfig",
     "CubeRelease",
     "hourly_profile",
+    "measure_tree",
     "release_cube",
     "sensitivity",
 ]
@@ -96,7 +97,7 @@ ALGORITHMS = ("identity", "tree", "hb-time")
 #: docs/device-day.md "The daily cube")
 DEFAULT_ALGORITHM = "tree"
 #: share of the cube's ρ per depth (building, floors, rooms); tuned on seeds 1–2
-DEFAULT_LEVEL_WEIGHTS = (0.1, 0.3, 0.6)
+DEFAULT_LEVEL_WEIGHTS = (0.1, 0.2, 0.7)
 #: share of ``hb-time``'s ρ on the hour level (the rest on the slots)
 HB_HOUR_WEIGHT = 0.5
 
@@ -290,11 +291,7 @@ def release_cube(
     rng = resolve_rng(rng)
     sig_node = _node_sigma(tree, config)
     if config.algorithm == "tree":
-        nodes = np.stack([tree.aggregate(row) for row in x])  # (T, nodes)
-        noisy = nodes.copy()
-        for d, sd in enumerate(config.sigmas(h)):  # one scalar σ per depth: fast path
-            at = tree.nodes_at_depth(d)
-            noisy[:, at] += discrete_gaussian(float(sd), size=(t, at.size), rng=rng)
+        noisy = measure_tree(x, tree, config, rng=rng)
         var = sig_node * sig_node
         slots = consistency.least_squares(noisy.astype(float), var, tree.plan)
     else:
@@ -320,6 +317,22 @@ def release_cube(
     return CubeRelease(algorithm=config.algorithm, cube=slots[:, tree.leaves].T.copy(),
                        hourly=hourly, hourly_sd=sd / np.sqrt(config.slots_per_hour),
                        sigmas=config.sigmas(h), record=record)
+
+
+def measure_tree(leaf_cube: np.ndarray, tree: Tree, config: CubeConfig, *,
+                 rng: np.random.Generator | None = None) -> np.ndarray:
+    """The ``tree``'s raw measurements: every node and slot + N_ℤ(0, σ_d²) (NOISE DRAWING).
+
+    No charging here: :func:`release_cube` charges first; call this only after the
+    day's ρ (``config.spent_rho``) is charged. Returns int64 (T, nodes).
+    """
+    x = np.asarray(leaf_cube, dtype=np.int64)
+    nodes = np.stack([tree.aggregate(row) for row in x])  # (T, nodes)
+    rng = resolve_rng(rng)
+    for d, sd in enumerate(config.sigmas(tree.height)):  # one scalar σ per depth: fast
+        at = tree.nodes_at_depth(d)
+        nodes[:, at] += discrete_gaussian(float(sd), size=(x.shape[0], at.size), rng=rng)
+    return nodes
 
 
 def _sum_sd(tree: Tree, sig_node: np.ndarray) -> np.ndarray:
