@@ -85,6 +85,7 @@ __all__ = [
     "CubeConfig",
     "CubeRelease",
     "hourly_profile",
+    "ledger_label",
     "measure_tree",
     "release_cube",
     "sensitivity",
@@ -100,6 +101,15 @@ DEFAULT_ALGORITHM = "tree"
 DEFAULT_LEVEL_WEIGHTS = (0.1, 0.2, 0.7)
 #: share of ``hb-time``'s ρ on the hour level (the rest on the slots)
 HB_HOUR_WEIGHT = 0.5
+
+
+def ledger_label(config: CubeConfig) -> str:
+    """The release's ledger label, ``daily-cube:{algorithm}``.
+
+    The algorithm is part of the release id, so a second release of the same day by
+    another algorithm is a new charge (refused over the share), never a "replay".
+    """
+    return f"{MECHANISM}:{config.algorithm}"
 
 
 def sensitivity(max_slots: int) -> tuple[float, float]:
@@ -263,7 +273,7 @@ def release_cube(
         day: the day released (ledger).
         budget: the device-day budget charged ``config.spent_rho`` in share
             ``histogram`` before any noise, with the release id (day, share,
-            ``daily-cube``, tick = the day's first slot): a second call for the same
+            :func:`ledger_label`, tick = the day's first slot index): a second call for the same
             day charges nothing. None: the caller charged it already.
         rng: e.g. ``keyed_rng(secret, "daily-cube", day, "all")`` (replay-safe); None →
             the project's CSPRNG-seeded generator.
@@ -284,7 +294,7 @@ def release_cube(
     if budget is not None:
         l1, l2 = sensitivity(config.max_slots)
         record = budget.charge(
-            day=int(day), share="histogram", mechanism=MECHANISM, rho=rho,
+            day=int(day), share="histogram", mechanism=ledger_label(config), rho=rho,
             tick=int(day) * t, n_locations=int(x.size), sensitivity=l2,
             note=(f"{config.algorithm}: B={config.max_slots} slots per device-day, "
                   f"L1 {l1:g}, L2 {l2:.4g}; σ {np.round(config.sigmas(h), 2).tolist()}"))

@@ -7,8 +7,8 @@ clock (:mod:`occupancy.clock`, quorum) has passed midnight and every tick of the
 final — releases that day's cube once with :func:`mechanisms.histograms.cube.release_cube`:
 
 1. charge the day's ``histogram`` share of its :class:`~mechanisms.accounting.DayBudget`
-   **before** any noise, with the release id (day, ``histogram``, ``daily-cube``, the
-   day's start): a replayed tick or a restarted worker finds it charged (the day's
+   **before** any noise, with the release id (day, ``histogram``, ``daily-cube:tree``,
+   the day's start): a replayed tick or a restarted worker finds it charged (the day's
    records are restored from ``day-budget`` first) and charges nothing new;
 2. draw the noise from ``keyed_rng(secret, "daily-cube", day, "all")``, so a replay
    releases identical values;
@@ -111,7 +111,8 @@ class DailyCube:
         l1, l2 = cube.sensitivity(self.config.max_slots)
         n = len(budget.records)
         rec = budget.charge(
-            day=day, share="histogram", mechanism=cube.MECHANISM, rho=self.rho, tick=start,
+            day=day, share="histogram", mechanism=cube.ledger_label(self.config), rho=self.rho,
+            tick=start,
             n_locations=int(acc.size), sensitivity=l2,
             note=(f"daily cube ({self.config.algorithm}) of day {day}, released once after "
                   f"its midnight: B={self.config.max_slots} slots per device-day, L1 {l1:g}, "

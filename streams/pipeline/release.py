@@ -32,6 +32,7 @@ from mechanisms.accounting import (
     zcdp_to_epsilon,
 )
 from mechanisms.errors import ConfigError
+from mechanisms.histograms import cube
 from mechanisms.mide.accounting import record_result
 from mechanisms.noise import keyed_rng
 from occupancy.buildings import Site
@@ -284,7 +285,7 @@ class Releaser:
         """(release, ρ) of everything a day costs: the charges above and the daily cube."""
         out = [(n, r) for n, _, r, _ in self._day_charges()]
         if self.cube is not None:
-            out.append(("daily-cube", self.cube.rho))
+            out.append((cube.ledger_label(self.cube.config), self.cube.rho))
         return out
 
     def _charge_day(self, day: int, states: dict[str, bytes | None],

@@ -43,9 +43,9 @@ def test_default_worker_releases_device_day_charged_once_per_day_and_replays() -
     # day 1's daily cube is released too (charged to day 1's histogram share)
     assert [(i, m) for i, m, _ in charged] == [(0, "device-day"), (0, "alerts"),
                                                (12, "device-day"), (12, "alerts"),
-                                               (12, "daily-cube")]
+                                               (12, "daily-cube:tree")]
     assert len({rid for _, _, rid in charged}) == 5
-    assert "/day:20000/histogram|daily-cube|" in charged[-1][2]
+    assert "/day:20000/histogram|daily-cube:tree|" in charged[-1][2]
     for o in outs:
         p = o.privacy
         assert p["unit"] == "device-day" and p["delta"] == 1e-6
