@@ -16,13 +16,23 @@ from occupancy.buildings import load_site
 KEY = b"cube-test-secret-0123456789abcdef"
 T = 288
 RHO_H = 0.05 * epsilon_to_zcdp(4.0, 1e-6)
+#: the noisy tests run at 20-minute slots (72 a day, B = 72, 3 an hour): the sampler's
+#: exact tables are built once per σ and test_release_cube_stage.py uses the same σ
+S = 72
+
+
+def _cfg(algorithm: str = "tree") -> cube.CubeConfig:
+    return cube.CubeConfig(rho=RHO_H, max_slots=S, slots_per_day=S, slots_per_hour=3,
+                           algorithm=algorithm)
 
 # Statistical design (docs/STYLE.md): the noise-scale test compares n·s²/σ² (s² the
 # mean square of n noise draws with known mean 0) with χ²_n, two-sided, false-alarm
-# rate ALPHA. With n ≥ 15,000 draws the statistic's relative sd is √(2/n) ≤ 1.2 %, so
-# a σ 30 % off (variance ×1.69 or ×0.49) sits > 40 sd away: power ≈ 1 (checked below by
-# running the same test on noise 30 % too large and too small, which must be rejected).
+# rate ALPHA (critical values ≈ 1 ± 3.3·√(2/n)). The smallest sample is the tree's root
+# level, n = 4 days × 72 slots = 288: √(2/n) = 8.3 %, so a σ 30 % off (variance ×1.69
+# or ×0.49, sd 14 % / 4 % of it) lies ≥ 5.7 sd beyond a critical value: power > 0.999
+# (and the same test on noise 30 % too large and too small must reject, below).
 ALPHA = 1e-3
+REPEATS = 4
 
 
 def _tree() -> hierarchical.Tree:
@@ -102,15 +112,15 @@ class _Watch(np.random.Generator):
 
 def test_charged_before_noise_once_per_release_id_and_refused_over_the_share() -> None:
     tree = _tree()
-    x = np.zeros((T, tree.leaves.size), dtype=np.int64)
-    cfg = cube.CubeConfig(rho=RHO_H)
+    x = np.zeros((S, tree.leaves.size), dtype=np.int64)
+    cfg = _cfg()
     budget = DayBudget(4.0, 1e-6, shares={"heatmap": 0.85, "alerts": 0.10, "histogram": 0.05})
     rel = cube.release_cube(x, tree, cfg, day=7, budget=budget,
                             rng=keyed_rng(KEY, "daily-cube", 7, "all"))
     assert rel.record is not None and rel.record.mechanism == "daily-cube:tree"
     assert rel.record.scope.endswith("/day:7/histogram")
     assert budget.spent_rho(7, "histogram") == pytest.approx(RHO_H)
-    assert rel.record.sensitivity == pytest.approx(np.sqrt(T))
+    assert rel.record.sensitivity == pytest.approx(np.sqrt(S))
     # the same release again (a replay): same record, nothing charged, same values
     again = cube.release_cube(x, tree, cfg, day=7, budget=budget,
                               rng=keyed_rng(KEY, "daily-cube", 7, "all"))
@@ -119,8 +129,7 @@ def test_charged_before_noise_once_per_release_id_and_refused_over_the_share() -
     # a second, different cube the same day exceeds the share: refused before any draw
     watch = _Watch()
     with pytest.raises(BudgetExhaustedError):
-        cube.release_cube(x, tree, cube.CubeConfig(rho=RHO_H, algorithm="identity"), day=7,
-                          budget=budget, rng=watch)
+        cube.release_cube(x, tree, _cfg("identity"), day=7, budget=budget, rng=watch)
     assert not watch.used and len(budget.records) == 1
     # the budget's shares leave no room when the heatmap and alerts took theirs (ε_day)
     full = DayBudget(4.0, 1e-6, shares={"heatmap": 0.85, "alerts": 0.10, "histogram": 0.05})
@@ -137,23 +146,21 @@ def test_noise_scale_matches_the_claimed_sigma(factor: float) -> None:
     ``factor`` 1.0 must pass; 0.7 and 1.3 (noise 30 % off the claim) must be rejected.
     """
     tree = _tree()
-    x = np.random.default_rng(11).integers(0, 30, (T, tree.leaves.size))
-    ident = cube.CubeConfig(rho=RHO_H, algorithm="identity")
-    rel = cube.release_cube(x, tree, ident, day=3, budget=None,
-                            rng=keyed_rng(KEY, "cube-scale", 3))
-    z = (rel.cube.T - x) * factor  # identity: the released cell minus the truth
-    assert _scale_ok(z, ident.sigma_identity) == (factor == 1.0)
-    cfg = cube.CubeConfig(rho=RHO_H)
-    noisy = cube.measure_tree(x, tree, cfg, rng=keyed_rng(KEY, "cube-scale-tree", 3))
+    x = np.random.default_rng(11).integers(0, 30, (S, tree.leaves.size))
+    ident = _cfg("identity")
+    z = np.concatenate([
+        cube.release_cube(x, tree, ident, day=3, budget=None,
+                          rng=keyed_rng(KEY, "cube-scale", r)).cube.T - x  # cell − truth
+        for r in range(REPEATS)])
+    assert _scale_ok(z * factor, ident.sigma_identity) == (factor == 1.0)
+    cfg = _cfg()
     nodes = np.stack([tree.aggregate(r) for r in x])
-    # the root level has only T draws; pool two days' worth for it to keep the power
-    extra = cube.measure_tree(x, tree, cfg, rng=keyed_rng(KEY, "cube-scale-tree", 4))
+    noisy = [cube.measure_tree(x, tree, cfg, rng=keyed_rng(KEY, "cube-scale-tree", r)) - nodes
+             for r in range(REPEATS)]
     for d, sigma in enumerate(cfg.sigmas(tree.height)):
         at = tree.nodes_at_depth(d)
-        z = np.concatenate([(noisy - nodes)[:, at].ravel(), (extra - nodes)[:, at].ravel()])
-        if d == 0:
-            # 576 draws: relative sd of s² ≈ 5.9 %, 30 % off is ≥ 8 sd away (power ≈ 1)
-            assert z.size >= 576
+        z = np.concatenate([e[:, at].ravel() for e in noisy])
+        assert z.size >= REPEATS * S  # the design's smallest n (the root level)
         assert _scale_ok(z * factor, float(sigma)) == (factor == 1.0), (d, factor)
 
 
@@ -164,17 +171,17 @@ def test_tree_beats_identity_on_floors_and_building_at_equal_rho() -> None:
     sim = simulate("dbh", days=2, seed=1)  # tuning seed of the bench, not a reported one
     occ = sim.occupancy()
     tree = hierarchical.tree_from_paths(sim.site.hierarchy())
-    x = occ.counts[287:287 + T]
-    nodes = np.stack([tree.aggregate(r) for r in x]).reshape(24, 12, -1).mean(axis=1)
+    x = occ.counts[287:287 + T][::4]  # the second day, one 5-minute tick per 20 minutes
+    nodes = np.stack([tree.aggregate(r) for r in x]).reshape(24, 3, -1).mean(axis=1)
     err = {}
     for alg in ("identity", "tree"):
-        rel = cube.release_cube(x, tree, cube.CubeConfig(rho=RHO_H, algorithm=alg), day=0,
+        rel = cube.release_cube(x, tree, _cfg(alg), day=0,
                                 budget=None, rng=keyed_rng(KEY, "cube-utility", alg))
         err[alg] = [float(np.abs(rel.hourly[:, tree.nodes_at_depth(d)]
                                  - nodes[:, tree.nodes_at_depth(d)]).mean()) for d in (0, 1)]
     assert err["tree"][0] < err["identity"][0] and err["tree"][1] < err["identity"][1]
     # published profiles are consistent (building = Σ floors = Σ rooms) and ≥ 0
-    rel = cube.release_cube(x, tree, cube.CubeConfig(rho=RHO_H), day=0, budget=None,
+    rel = cube.release_cube(x, tree, _cfg(), day=0, budget=None,
                             rng=keyed_rng(KEY, "cube-utility", "c"))
     assert rel.hourly.min() >= 0
     leaves_sum = rel.hourly[:, tree.leaves].sum(axis=1)
