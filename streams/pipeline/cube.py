@@ -129,7 +129,9 @@ class DailyCube:
     def document(self, day: int, seen: int, rel: cube.CubeRelease, release_id: str
                  ) -> dict[str, Any]:
         """The public release: hourly profiles with error bars, the cube, parameters."""
-        names = list(self.tree.names)
+        names = list(self.tree.names)  # internal nodes: "building", "building/floor"
+        for j, leaf in enumerate(self.tree.leaves):  # leaves: the location ids
+            names[int(leaf)] = self.locations[j]
         l1, l2 = cube.sensitivity(self.config.max_slots)
         start = day * self.config.slots_per_day * self.tick_s
         return {

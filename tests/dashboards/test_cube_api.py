@@ -75,3 +75,28 @@ def test_cube_written_by_the_worker_path_is_served(served: Any, redis_client: An
     assert [r["release_id"] for r in ledger] == [rec["release_id"]]
     assert redis_client.hget(rl.ledger_spent(DAY), rec["mechanism"]) is not None
     assert not redis_client.exists(rl.ledger_spent("2024-10-05"))
+
+
+def test_cube_page_plots_the_hourly_profile_with_error_bars(
+        served: Any, redis_url: str, campus: Any, page: Any) -> None:
+    doc, rec = _released(campus)
+    run_async(_write(redis_url, campus, TickOutput(float((D + 1) * 86400), [], [], [rec],
+                                                   cube=doc)))
+    page.goto(f"{served.url}/static/cube.html#token={TOKENS.analyst}")
+    page.wait_for_selector("#cube-table tbody tr:nth-child(24)")
+    assert page.locator("#cube-day option").all_inner_texts() == [DAY]
+    first = page.locator("#cube-node").input_value()
+    assert first == doc["nodes"][int(np.argmin(doc["depth"]))]  # the building first
+    assert page.locator("#cube-plot rect.bar").count() == 24
+    assert page.locator("#cube-plot line.err").count() == 24
+    cells = page.locator("#cube-table tbody tr:first-child td").all_inner_texts()
+    assert float(cells[1]) == pytest.approx(doc["hourly"][first][0], abs=0.05)
+    assert float(cells[2]) == pytest.approx(1.645 * doc["hourly_sd"][first], abs=0.05)
+    room = campus.location_ids[0]
+    page.select_option("#cube-node", room)
+    page.wait_for_function(
+        f"document.getElementById('cube-cap').textContent.startsWith({json.dumps(room)})")
+    cells = page.locator("#cube-table tbody tr:first-child td").all_inner_texts()
+    assert float(cells[1]) == pytest.approx(doc["hourly"][room][0], abs=0.05)
+    assert "device-day budget" in page.locator("#cube-cap").inner_text()
+    assert page.js_errors == []

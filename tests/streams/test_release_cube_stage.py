@@ -58,7 +58,8 @@ def test_cube_released_once_after_midnight_from_the_day_counts(day_run) -> None:
     cfg = rel.cube.config
     direct = cube.release_cube(counts[:N], tree, cfg, day=D, budget=None,
                                rng=keyed_rng(SECRET.encode(), cube.MECHANISM, D, "all"))
-    names = list(tree.names)
+    names = doc["nodes"]  # tree order: the location ids, then floors and buildings
+    assert names[:len(site.location_ids)] == list(site.location_ids)
     got = np.array([doc["hourly"][n] for n in names]).T
     assert np.allclose(got, direct.hourly, atol=0.006)
     assert np.allclose(np.array(doc["cube"]), direct.cube, atol=0.051)
