@@ -54,8 +54,8 @@
     });
     $("cube-table").hidden = vals.length === 0;
     $("cube-cap").textContent =
-      `${node}, ${doc.day}: bars = mean occupancy per hour (consistent, ≥ 0); red = ±${e90.toFixed(1)} people (90 %, before ` +
-      `least squares, which narrows it). ${doc.algorithm} release, discrete Gaussian, ρ = ${doc.rho.toPrecision(3)} ` +
+      `${node}, ${doc.day}: bars = mean occupancy per hour (consistent, ≥ 0); red = ±${e90.toFixed(1)} people (90 %, after ` +
+      `least squares, before the non-negativity step, which narrows it). ${doc.algorithm} release, discrete Gaussian, ρ = ${doc.rho.toPrecision(3)} ` +
       `(ε ${doc.epsilon_alone.toFixed(2)} alone, δ = ${doc.delta}) of the device-day budget; ` +
       `${doc.slots_observed} of ${doc.slots} slots observed.`;
   }

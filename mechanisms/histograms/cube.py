@@ -58,8 +58,9 @@ Algorithms (``ALGORITHMS``; the default is chosen by ``python -m bench cube``)
 Post-processing (free: reads only released values)
     The published cube is the least-squares (unbiased, may be < 0) value per cell; the
     hourly profile of every node (24 means per room, floor, building) is the mean of
-    12 slots, made consistent and non-negative at the hour (σ/√12 per node before least
-    squares). The whole day is charged once, before any noise (``release_cube`` with a
+    12 slots, made consistent and non-negative at the hour; its error bar is the
+    least-squares posterior σ/√12 (:func:`posterior_variance`). The whole day is
+    charged once, before any noise (``release_cube`` with a
     :class:`~mechanisms.accounting.DayBudget`), or by the caller before the call.
 """
 
@@ -87,6 +88,7 @@ __all__ = [
     "hourly_profile",
     "ledger_label",
     "measure_tree",
+    "posterior_variance",
     "release_cube",
     "sensitivity",
 ]
@@ -203,8 +205,8 @@ class CubeRelease:
         cube: (leaves, T) least-squares values per cell (unbiased; may be < 0).
         hourly: (hours, nodes) mean occupancy per hour and tree node (leaves first in
             tree order), consistent and ≥ 0.
-        hourly_sd: (nodes,) σ of one hourly mean before least squares (error bars;
-            least squares narrows them).
+        hourly_sd: (nodes,) σ of one hourly mean after least squares, before
+            non-negativity (:func:`posterior_variance`; error bars).
         sigmas: σ per measured level.
         record: the ledger record when this call charged the budget, else None.
     """
@@ -324,9 +326,41 @@ def release_cube(
     sd = _sum_sd(tree, sig_node)
     hourly = hourly_profile(slots, np.where(np.isinf(var), sd * sd, var), tree.plan,
                             config.slots_per_hour)
+    post = np.sqrt(posterior_variance(tree, np.where(np.isinf(sig_node), np.inf,
+                                                     sig_node * sig_node)))
     return CubeRelease(algorithm=config.algorithm, cube=slots[:, tree.leaves].T.copy(),
-                       hourly=hourly, hourly_sd=sd / np.sqrt(config.slots_per_hour),
+                       hourly=hourly, hourly_sd=post / np.sqrt(config.slots_per_hour),
                        sigmas=config.sigmas(h), record=record)
+
+
+def posterior_variance(tree: Tree, var: np.ndarray) -> np.ndarray:
+    """Variance of each node's least-squares value of one slot (data-independent).
+
+    ``var``: each node's measurement variance (∞: not measured; leaves must be
+    measured). Bottom-up, a node combines its own measurement with the sum of its
+    children's (inverse-variance weights: v_z); top-down, a child's value is its
+    bottom-up estimate moved by v_z,c / v_s of its parent's correction (Hay et al. 2010
+    §4, the estimator of :func:`mechanisms.consistency.least_squares`), so
+    Var = v_z,c − v_z,c²/v_s + (v_z,c/v_s)²·Var(parent) (the Gaussian conditional given
+    the children's sum, plus the parent's uncertainty). Non-negativity is not included
+    (it narrows the error further on empty rooms).
+    """
+    v = np.asarray(var, dtype=float)
+    vz = np.where(np.isinf(v), 0.0, v)
+    vs = np.zeros(tree.n_nodes)
+    for d in range(tree.height - 1, 0, -1):  # bottom-up
+        ch = tree.nodes_at_depth(d)
+        np.add.at(vs, tree.parent[ch], vz[ch])
+        par = np.unique(tree.parent[ch])
+        own = v[par]
+        vz[par] = np.where(np.isinf(own), vs[par], 1 / (1 / own + 1 / vs[par]))
+    post = vz.copy()
+    for d in range(1, tree.height):  # top-down
+        ch = tree.nodes_at_depth(d)
+        p_ = tree.parent[ch]
+        k = vz[ch] / vs[p_]
+        post[ch] = vz[ch] - k * vz[ch] + k * k * post[p_]
+    return post
 
 
 def measure_tree(leaf_cube: np.ndarray, tree: Tree, config: CubeConfig, *,

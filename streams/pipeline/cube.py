@@ -153,6 +153,6 @@ class DailyCube:
             "epsilon_alone": zcdp_to_epsilon(self.rho, self.delta),
             "noise": "discrete Gaussian (exact), keyed per day",
             "values": "hourly: mean occupancy per hour and node, consistent, ≥ 0 "
-                      "(error bar: hourly_sd before least squares); cube: least-squares "
-                      "value per room and slot (unbiased, may be < 0)",
+                      "(hourly_sd: σ after least squares, before non-negativity); cube: "
+                      "least-squares value per room and slot (unbiased, may be < 0)",
         }

@@ -186,3 +186,29 @@ def test_tree_beats_identity_on_floors_and_building_at_equal_rho() -> None:
     assert rel.hourly.min() >= 0
     leaves_sum = rel.hourly[:, tree.leaves].sum(axis=1)
     assert np.allclose(rel.hourly[:, tree.nodes_at_depth(0)].sum(axis=1), leaves_sum)
+
+
+@pytest.mark.parametrize("factor", [1.0, 0.7, 1.3])
+def test_error_bars_are_the_least_squares_posterior(factor: float) -> None:
+    """hourly_sd's variance (posterior_variance) matches least squares' empirical variance.
+
+    N Gaussian repeats per node: the empirical variance's relative sd is √(2/N) = 2.2 %
+    at N = 4,000; a node fails beyond 5 of them (false alarm ≤ 6·10⁻⁷ per node, ≤ 4·10⁻⁵
+    over the 60 nodes). A σ 30 % off (variance ×0.49 / ×1.69) is > 20 sd away: rejected.
+    """
+    from mechanisms import consistency
+
+    n = 4000
+    tree = _tree()
+    cfg = cube.CubeConfig(rho=RHO_H)
+    sig = cfg.sigmas(tree.height)[tree.depth]
+    post = cube.posterior_variance(tree, sig * sig) * factor**2
+    y = np.random.default_rng(5).normal(size=(n, tree.n_nodes)) * sig
+    emp = consistency.least_squares(y, sig * sig, tree.plan).var(axis=0)
+    ok = bool(np.all(np.abs(emp / post - 1) <= 5 * np.sqrt(2 / n)))
+    assert ok == (factor == 1.0)
+    # the published bar: σ/√12 of the hour's mean; narrower than before least squares
+    rel = cube.release_cube(np.zeros((S, tree.leaves.size), dtype=np.int64), tree, _cfg(),
+                            day=0, budget=None, rng=keyed_rng(KEY, "cube-sd"))
+    pre = _cfg().sigmas(tree.height)[tree.depth] / np.sqrt(3)
+    assert np.all(rel.hourly_sd <= pre + 1e-12) and np.all(rel.hourly_sd > 0)
