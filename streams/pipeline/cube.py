@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms import hierarchical
+from mechanisms import gaussian, hierarchical
 from mechanisms.accounting import DEVICE_DAY_UNIT, DayBudget, zcdp_to_epsilon
 from mechanisms.errors import InvalidParameterError
 from mechanisms.histograms import cube
@@ -68,6 +68,15 @@ class DailyCube:
         self.tick_s = tick_s
         self._secret = secret
         self.rho = self.config.spent_rho(self.tree.height)
+
+    def prepare(self) -> None:
+        """Build the sampler's tables for this release's σ (no draw; seconds, once).
+
+        The worker runs it in a thread when the occupancy stage loads, so the first
+        release after midnight does not hold its event loop (heartbeats) for seconds.
+        """
+        for s in self.config.sigmas(self.tree.height):
+            gaussian.prepare(float(s))
 
     # ---- state -----------------------------------------------------------------------
     def _load(self, raw: bytes | None) -> tuple[int | None, int, np.ndarray]:

@@ -197,6 +197,11 @@ class Releaser:
                 "query would be denied; raise mide_epsilon_max (and the budget) or mide_alpha")
         return float(res.epsilon_spent)
 
+    def prepare(self) -> None:
+        """Work that may be done ahead, off the tick loop (e.g. in a thread at start)."""
+        if self.cube is not None:
+            self.cube.prepare()
+
     @property
     def mechanisms(self) -> list[str]:
         """The mechanisms actually running."""
