@@ -108,3 +108,21 @@ def test_day_plan_counts_the_cube_as_spent_and_it_can_be_turned_off() -> None:
     site = load_site("dbh")
     r = Releaser(off_s.release_config(), site)
     assert r.cube is None and "cube-day" not in r.state_names
+
+
+def test_a_refused_charge_releases_nothing_and_draws_nothing(monkeypatch) -> None:
+    from mechanisms.accounting import DayBudget
+    from mechanisms.errors import BudgetExhaustedError
+    from streams.pipeline import cube as stage_cube
+
+    s = load_settings(None, {**ENV, "OCCUSTREAM_MIDE": "0", "OCCUSTREAM_TICK_S": str(TICK)})
+    rel = Releaser(s.release_config(), load_site("dbh"))
+    dc = rel.cube
+    budget = DayBudget(4.0, 1e-6, shares={"heatmap": 0.85, "alerts": 0.10, "histogram": 0.05})
+    budget.charge(day=D, share="histogram", mechanism="another histogram", rho=0.01, tick=0)
+    drawn = []
+    monkeypatch.setattr(stage_cube.cube, "release_cube", lambda *a, **k: drawn.append(1))
+    acc = np.ones((N, len(dc.locations)), dtype=np.int64)
+    with pytest.raises(BudgetExhaustedError):
+        dc.release(D, N, acc, budget)
+    assert drawn == [] and len(budget.records) == 1
