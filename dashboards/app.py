@@ -44,6 +44,7 @@ from typing import Any
 
 from aiohttp import web
 
+from dashboards import cube as cube_api
 from dashboards import game, hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
@@ -475,6 +476,7 @@ def create_app(
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
     game.register(app, site, lambda a: a[RM].client)  # IoT-DETECTIVE: /game, /api/game/*
+    cube_api.register(r, RM)  # /api/histogram, /api/histogram/{day}
     r.add_static("/static", STATIC, append_version=True)
     return app
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboards.cube import OPENAPI_PATHS as CUBE_PATHS
+
 _ERR = {"description": "bad parameter or auth failure",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _UNAVAILABLE = {"description": "the read model (Redis) is unavailable, or (events) too many "
@@ -43,6 +45,7 @@ def spec(server_url: str = "/") -> dict[str, Any]:
     (Redis outage; for the event stream also the client cap).
     """
     doc = _spec(server_url)
+    doc["paths"].update(CUBE_PATHS)
     for path, ops in doc["paths"].items():
         for op in ops.values():
             op["responses"].setdefault("400", _ERR)

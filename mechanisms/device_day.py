@@ -43,9 +43,11 @@ Sensitivity and privacy argument
 Budget split (of ε_day = 4, δ = 10⁻⁶ → ρ_day ≈ 0.311 by dp-accounting's conversion)
     ``heatmap`` 0.85 (this mechanism), ``alerts`` 0.10 (MIDE fire-code decisions per
     room per hour: a statistic reading one tick per hour has L2² ≤ 24 per device-day,
-    hence σ_alert = √(24/(2·0.1·ρ_day))), ``histogram`` 0.05 (a daily histogram in
-    which each device-day falls in one bin: σ = √(1/(2·0.05·ρ_day))). The shares are
-    checked by :class:`mechanisms.accounting.DayBudget`.
+    hence σ_alert = √(24/(2·0.1·ρ_day))), ``histogram`` 0.05 (the daily room × slot
+    cube the worker releases after each midnight, L2 sensitivity √B:
+    :mod:`mechanisms.histograms.cube`; ``histogram_sigma`` is the σ of a histogram in
+    which each device-day falls in one bin instead). The shares are checked by
+    :class:`mechanisms.accounting.DayBudget`.
 
 Level weights (0.2, 0.7, 0.1 of the heatmap's ρ to building, floors, rooms) were
 tuned on simulated dbh weeks with seeds 1 and 2 (the benchmark reports seeds 101–103):

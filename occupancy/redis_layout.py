@@ -21,7 +21,9 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``ledger:expost`` — stream in the *state store* (``state_redis_url``), never the read
   model: MIDE's per-predicate ex-post ε, field ``data`` = a PredicateEntry JSON
 * ``hist:{day}:{algorithm}`` — string, JSON of a day's DP histogram release
-  (``occustream histogram release``; noisy values and public parameters only)
+  (``occustream histogram release``; noisy values and public parameters only); the
+  worker's device-day release of each finished day is ``hist:{day}:daily-cube``
+  (streams/pipeline/cube.py)
 * ``eval:true:…`` — true counts, only in explicit evaluation mode (never by default)
 * ``alerts:acks`` — hash, alert stream id → JSON ``{"ts", "role"}`` (acknowledgements)
 * ``webhook:{name}:cursor`` — string, last ``alerts`` stream id handled for a webhook

@@ -353,6 +353,23 @@ class ReadModel:
             head = (f"event-level privacy only: ε {st.get('epsilon_tick'):g} per device per "
                     f"tick; a device present all day: ε {st.get('epsilon_projected_day'):g}")
         return {**st, "protected": ok, "headline": head}
+    # -- the daily cube (device-day histogram share) -----------------------------------
+    async def daily_cube(self, day: str, kind: str = "daily-cube") -> dict[str, Any] | None:
+        """The released cube of ``day`` (YYYY-MM-DD), or None.
+
+        Hourly profiles per room, floor and building with error bars, the (room × slot)
+        cube and its public parameters (streams/pipeline/cube.py).
+        """
+        doc = _loads(await self.client.get(rl.histogram(day, kind)))
+        return doc if isinstance(doc, dict) else None
+
+    async def daily_cube_days(self, kind: str = "daily-cube") -> list[str]:
+        """Days with a released cube, oldest first."""
+        days = []
+        async for key in self.client.scan_iter(match=rl.histogram("*", kind), count=1000):
+            days.append(_s(key).split(":")[1])
+        return sorted(days)
+
     # -- incidents ----------------------------------------------------------------------
     async def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents, the open ones first (newest opened first), then the newest resolved.

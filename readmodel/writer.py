@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mechanisms.accounting import DEVICE_DAY_UNIT
 from occupancy import incidents as inc
 from occupancy import redis_layout as rl
 from streams.pipeline.release import TickOutput
@@ -262,7 +263,9 @@ class CacheWriter:
                 continue
             if mech not in released and mech != "mide":  # mide-hour, device-day alerts
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
-            queue_ledger(tx, rec, day)
+            # a device-day record counts on its own day (the daily cube: the day before)
+            queue_ledger(tx, rec, _day(float(rec["tick"])) if rec.get("unit") == DEVICE_DAY_UNIT
+                         and rec.get("tick") else day)
         if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"
                                                    for r in out.ledger)):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
@@ -274,6 +277,9 @@ class CacheWriter:
         if self.eval_mode and true_counts is not None:
             for loc, v in zip(self.locations, true_counts, strict=False):
                 tx.zadd(rl.eval_true(loc), {json.dumps({"tick": tj, "value": int(v)}): tick})
+        cube = getattr(out, "cube", None)
+        if cube:  # the previous day's cube (identical on a replay: keyed noise)
+            queue_histogram(tx, cube["day"], cube["kind"], json.dumps(cube, sort_keys=True))
         privacy = getattr(out, "privacy", None)
         if privacy:  # public figures only: unit, ε_day, δ, spent today, projection
             tx.set(rl.PRIVACY_STATUS, json.dumps(privacy, sort_keys=True))

@@ -95,6 +95,7 @@ class Settings:
     pegasus_post_epsilon: float = 1.0
     ttl_s: float = 1800.0
     mide: bool = True
+    daily_cube: bool = True
     mide_algorithm: str = "tslm"
     mide_beta: float = 0.05
     mide_alpha: float = 3.0
@@ -159,7 +160,7 @@ class Settings:
             mide_alpha=self.mide_alpha, mide_epsilon_max=self.mide_epsilon_max,
             mide_hourly=self.mide_hourly, capacity_factor=self.capacity_factor,
             device_day=self.device_day, epsilon_day=self.epsilon_day, delta=self.delta,
-            window_ticks=self.window_ticks or 0)
+            window_ticks=self.window_ticks or 0, daily_cube=self.daily_cube)
 
     def epsilon_of(self, mech: str) -> float:
         """ε per tick of an event-level release mechanism.
@@ -195,6 +196,11 @@ class Settings:
             releases.append({"release": "alerts (fire code, per room per hour)",
                              "share": "alerts", "rho": rho,
                              "epsilon_alone": zcdp_to_epsilon(rho, self.delta)})
+        if self.daily_cube:  # released by the worker after each midnight: spent, not reserved
+            rho = cfg.histogram_share * cfg.rho_day
+            releases.append({"release": "daily cube (room × 5-min slot, yesterday)",
+                             "share": "histogram", "rho": rho,
+                             "epsilon_alone": zcdp_to_epsilon(rho, self.delta)})
         rho = sum(r["rho"] for r in releases)
         event_eps = sum(self.epsilon_of(m) for m in self.mechanisms)
         for m in self.mechanisms:
@@ -207,7 +213,7 @@ class Settings:
         return {"unit": "device-day", "epsilon_day": self.epsilon_day, "delta": self.delta,
                 "rho_day": cfg.rho_day, "rho": rho, "projected_epsilon": total,
                 "releases": releases,
-                "reserved": {"histogram": cfg.histogram_share}}
+                "reserved": {} if self.daily_cube else {"histogram": cfg.histogram_share}}
 
     def epsilon_per_tick(self) -> float:
         """ε of the costliest tick, by all configured DP releases (sequential composition).
@@ -283,6 +289,8 @@ HELP = {
     "pegasus_post_epsilon": "ε per tick of PeGaSus-post (all to the Perturber)",
     "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
     "mide": "raise MIDE fire-code alerts (true/false)",
+    "daily_cube": "device-day: release each finished UTC day's (room × 5-minute slot) cube "
+                  "from the histogram share (true/false; docs/device-day.md)",
     "mide_algorithm": "MIDE mechanism: " + ", ".join(MIDE_ALGORITHMS)
     + " (dppwlm estimates with the public range 0..3×capacity)",
     "mide_beta": "MIDE false-negative-rate bound β",
@@ -488,6 +496,10 @@ def validate(s: Settings, sources: Mapping[str, str] | None = None) -> None:
                                   "device-day heatmap (hourly means)")
         elif has_guarantee(m) and not s.epsilon_of(m) > 0:
             raise ConfigError(f"{epsilon_field(m)} must be > 0, not {s.epsilon_of(m)!r}")
+    if s.device_day and s.daily_cube and (
+            not (86400 / s.tick_s).is_integer() or (86400 / s.tick_s) % 24):
+        raise ConfigError(f"tick_s ({s.tick_s:g}) must divide 3600 for the daily cube "
+                          "(hourly profiles); change tick_s or set daily_cube false")
     if s.ingest not in ("direct", "faust"):
         raise ConfigError(f"ingest must be direct or faust, not {s.ingest!r}")
     if s.pegasus_smoother not in ("average", "median", "js"):
@@ -522,9 +534,9 @@ def check_budget(s: Settings) -> None:
     """Refuse a configuration whose spending exceeds the configured budget.
 
     Unit ``device-day`` (default): every configured release of the day together —
-    device-day mechanisms at their zCDP day cost, fire-code alerts at their reserved
-    share, event-level mechanisms at ε × ticks of the day — must fit ``epsilon_day`` at
-    ``delta`` (:meth:`Settings.day_plan`); otherwise a one-line
+    device-day mechanisms at their zCDP day cost, fire-code alerts and the daily cube at
+    their shares (spent, not reserved), event-level mechanisms at ε × ticks of the day —
+    must fit ``epsilon_day`` at ``delta`` (:meth:`Settings.day_plan`); otherwise a one-line
     :class:`~mechanisms.errors.ConfigError` names the releases and the overshoot.
     Unit ``window:W``: W ticks of every release must fit ``epsilon_day``. Then, for
     every unit, the event-level checks below (they charge nothing for device-day

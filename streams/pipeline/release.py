@@ -32,9 +32,12 @@ from mechanisms.accounting import (
     zcdp_to_epsilon,
 )
 from mechanisms.errors import ConfigError
+from mechanisms.histograms import cube
 from mechanisms.mide.accounting import record_result
 from mechanisms.noise import keyed_rng
 from occupancy.buildings import Site
+from streams.pipeline.cube import STATE as CUBE_STATE
+from streams.pipeline.cube import DailyCube
 
 #: DPPWLM's public value range per location, in multiples of its capacity (see
 #: :meth:`Releaser._mide_params`).
@@ -75,6 +78,7 @@ class ReleaseConfig:
     epsilon_day: float = 4.0
     delta: float = 1e-6
     window_ticks: int = 0
+    daily_cube: bool = True
 
 
 @dataclass
@@ -105,6 +109,7 @@ class TickOutput:
     ledger: list[dict[str, Any]]
     expost: list[dict[str, Any]] = field(default_factory=list, repr=False)
     privacy: dict[str, Any] = field(default_factory=dict)  # unit, ε_day, δ, spent, projection
+    cube: dict[str, Any] | None = None  # the previous day's daily cube, at its release tick
 
 
 class Releaser:
@@ -145,6 +150,14 @@ class Releaser:
                 epsilon_day=config.epsilon_day, delta=config.delta,
                 ticks_per_day=self._tpd).device_day_config()
             self.day_budget = self._day_cfg.budget()
+        self.cube: DailyCube | None = None
+        if config.device_day and config.daily_cube and self._day_cfg is not None:
+            cfg = self._day_cfg
+            self.cube = DailyCube(paths, self.locations, rho=cfg.histogram_share * cfg.rho_day,
+                                  delta=config.delta, ticks_per_day=self._tpd,
+                                  ticks_per_hour=self._per_hour,
+                                  max_slots=cfg.max_ticks_per_device, tick_s=config.tick_s,
+                                  secret=config.secret)
         if any(c.day_rho > 0 for c in self._costs.values()) and self.day_budget is None:
             raise ConfigError(f"{[n for n, c in self._costs.items() if c.day_rho > 0]} release "
                               "under the device-day unit; set privacy_unit device-day")
@@ -184,6 +197,11 @@ class Releaser:
                 "query would be denied; raise mide_epsilon_max (and the budget) or mide_alpha")
         return float(res.epsilon_spent)
 
+    def prepare(self) -> None:
+        """Work that may be done ahead, off the tick loop (e.g. in a thread at start)."""
+        if self.cube is not None:
+            self.cube.prepare()
+
     @property
     def mechanisms(self) -> list[str]:
         """The mechanisms actually running."""
@@ -212,6 +230,13 @@ class Releaser:
         k = int(round(tick / self.s.tick_s))  # tick index; its day is k // ticks per day
         day_records = self._charge_day(k // self._tpd, states, new_states)
         ledger += day_records  # charged before any noise of the day is drawn
+        cube_doc = None
+        if self.cube is not None and self.day_budget is not None:
+            # yesterday's cube once the clock passed midnight: charged before its noise
+            new_states[CUBE_STATE], cube_doc, cube_rec = self.cube.step(
+                k, c, states.get(CUBE_STATE), self.day_budget)
+            if cube_rec is not None:
+                ledger.append(cube_rec)
         for name, mech in self._mechs.items():
             data = inputs[mech.reads]
             if data is None or len(data) == 0:
@@ -248,7 +273,7 @@ class Releaser:
                     alerts += more
                     ledger.append(rec)
         return TickOutput(tick, releases, alerts, ledger, expost,
-                          self.privacy_status(k // self._tpd)), new_states
+                          self.privacy_status(k // self._tpd), cube_doc), new_states
 
     # ---- device-day ------------------------------------------------------------------
     def _day_charges(self) -> list[tuple[str, str, float, float]]:
@@ -259,6 +284,13 @@ class Releaser:
             cfg = self._day_cfg
             out.append(("alerts", "alerts", cfg.alert_share * cfg.rho_day,
                         float(np.sqrt(self._tpd // self._per_hour))))
+        return out
+
+    def _day_releases(self) -> list[tuple[str, float]]:
+        """(release, ρ) of everything a day costs: the charges above and the daily cube."""
+        out = [(n, r) for n, _, r, _ in self._day_charges()]
+        if self.cube is not None:
+            out.append((cube.ledger_label(self.cube.config), self.cube.rho))
         return out
 
     def _charge_day(self, day: int, states: dict[str, bytes | None],
@@ -316,7 +348,7 @@ class Releaser:
 
     def day_projection(self) -> float:
         """ε per device-day of every configured release (device-day unit), δ = ``delta``."""
-        rho = sum(r for _, _, r, _ in self._day_charges())
+        rho = sum(r for _, r in self._day_releases())
         return zcdp_to_epsilon(rho, self.s.delta) if rho > 0 else 0.0
 
     def privacy_status(self, day: int) -> dict[str, Any]:
@@ -330,7 +362,7 @@ class Releaser:
                     "epsilon_spent_today": round(spent, 6),
                     "epsilon_projected_day": round(proj, 6),
                     "within_cap": proj <= s.epsilon_day * (1 + 1e-9),
-                    "releases": [n for n, _, _, _ in self._day_charges()]}
+                    "releases": [n for n, _ in self._day_releases()]}
         per_tick = sum(c.epsilon for c in self._costs.values())
         if self._mide is not None:
             per_tick += self._mide_cost
@@ -370,7 +402,8 @@ class Releaser:
     def state_names(self) -> list[str]:
         """Names of the per-tick states the occupancy checkpoint must keep."""
         return (self.mechanisms + (["mide-hour"] if self._mide and self.s.mide_hourly else [])
-                + (["day-budget"] if self.day_budget is not None else []))
+                + (["day-budget"] if self.day_budget is not None else [])
+                + ([CUBE_STATE] if self.cube is not None else []))
 
     def _alerts(self, c: np.ndarray, tick: float, window: str, preds: PredicateLedger,
                 expost: list[dict[str, Any]], acct: Accountant

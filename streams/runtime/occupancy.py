@@ -108,6 +108,7 @@ class OccupancyRuntime:
         self.gen = 0  # log generation of the checkpoint
         self.fp = ""  # fingerprint of the partial at state.offset
         self._rebuild = False
+        self._prepare: asyncio.Future[None] | None = None
         self._lock: asyncio.Lock | None = None
         # output role → (last tick on the topic, ids of that tick's records there);
         # (None, ∅): nothing known, send everything
@@ -193,6 +194,9 @@ class OccupancyRuntime:
         await self.checkpoints.mark_loaded()
         self._sent = await self._tails(topics)
         self.state = st
+        if self._prepare is None:  # sampler tables of the daily cube, off the event loop
+            self._prepare = asyncio.get_running_loop().run_in_executor(
+                None, self.releaser.prepare)
 
     async def _verify(self, st: OccupancyState) -> bool:
         """Check ``st.offset`` against the partial log; rebase onto a reset log (True)."""

@@ -39,10 +39,13 @@ def test_default_worker_releases_device_day_charged_once_per_day_and_replays() -
     outs = _run(Releaser(s.release_config(), site), ticks, counts, states)
     charged = [(i, r["mechanism"], r["release_id"]) for i, o in enumerate(outs)
                for r in o.ledger]
-    # day 1: heatmap + alerts at the first tick; day 2: at its first tick (00:00)
+    # day 1: heatmap + alerts at the first tick; day 2: at its first tick (00:00), where
+    # day 1's daily cube is released too (charged to day 1's histogram share)
     assert [(i, m) for i, m, _ in charged] == [(0, "device-day"), (0, "alerts"),
-                                               (12, "device-day"), (12, "alerts")]
-    assert len({rid for _, _, rid in charged}) == 4
+                                               (12, "device-day"), (12, "alerts"),
+                                               (12, "daily-cube:tree")]
+    assert len({rid for _, _, rid in charged}) == 5
+    assert "/day:20000/histogram|daily-cube:tree|" in charged[-1][2]
     for o in outs:
         p = o.privacy
         assert p["unit"] == "device-day" and p["delta"] == 1e-6
