@@ -9,7 +9,7 @@ normalised file); ε ∈ {0.1, 1}; 2000 random rectangles (uniform extents and p
 trial t from SeedSequence([SEED, dataset, scale, t]) (every algorithm sees the same
 data), queries from [SEED, dataset, 7], noise from [SEED, dataset, scale, ε, t,
 algorithm]. Every algorithm runs in this process on the same inputs; the default is
-:func:`~mechanisms.histograms.select2d.release_2d` (5 % of ε on N̂, 2.5 % on the top-16
+:func:`~mechanisms.histograms.select2d.release_2d` (5 % of ε on N̂, 1 % on the top-16
 mass when ψ ≥ 0.1, then the chosen one). The rule was fitted on the other six DPBench
 2-D files with another seed (``bench/hist_2d_rule.py``); these four files only report it.
 
