@@ -251,6 +251,25 @@ def _findings(res: dict[str, dict]) -> list[str]:
                     f"{wins}/{len(ALPHAS)} values of α"
                     + (" (agrees)" if wins == len(ALPHAS) else "")
                 )
+        layout = [e for e, v in r["reasons"].items() if v["kd"] >= v["cells"] <= v["layout"]]
+        noise = [e for e, v in r["reasons"].items() if v["layout"] < v["cells"] <= v["kd"]]
+        if layout or noise:
+            out.append(
+                "  Where the project kd-tree loses to cell-based (absolute, measured below): "
+                + "; ".join(
+                    f"α ∈ {{{', '.join(f'{e:g}' for e in es)}}}: {why}"
+                    for es, why in (
+                        (layout, "its layout alone (true counts, uniform in its partitions) "
+                         "is already worse than cell-based — the partitions are not uniform "
+                         "inside"),
+                        (noise, "the layout is good enough; the partition noise is not"),
+                    )
+                    if es
+                )
+                + "."
+            )
+        else:
+            out.append("  The project kd-tree beats cell-based at every α (absolute).")
     return out
 
 

@@ -22,6 +22,7 @@ def test_write_xiao_report_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "| SMALL | cell-based |" in text
     assert "## Where the kd-tree loses, and why (measured)" in text
     assert "| SMALL | 0.05 |" in text  # one reasons row per α
+    assert "kd-tree loses to cell-based" in text or "beats cell-based at every α" in text
     for name in ("xiao_height.png", "xiao_xi0.png", "xiao_alpha.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
 
