@@ -136,3 +136,56 @@ def test_mwem2d_spends_epsilon_and_learns() -> None:
     ans = [rel.estimate[r0:r1, c0:c1].sum() for (r0, r1), (c0, c1) in boxes]
     true = [x[r0:r1, c0:c1].sum() for (r0, r1), (c0, c1) in boxes]
     assert np.abs(np.subtract(ans, true)).max() < 0.1 * x.sum()
+
+
+# Noise scale of HB-2D and Privelet-2D: standardised residuals s (mean 0, variance 1
+# under H0), z = (mean(s²) − 1)/sqrt((κ − 1)/n) with κ ≤ 6 for (sums of) Laplace
+# noise, |z| > Z_CRIT = 3.29 → false alarm ≤ 1e-3 (two-sided normal, n ≥ 1000). A 30 %
+# off scale moves E[s²] to 1.69 or 0.49: |E z| ≥ 0.51·sqrt(n/5) ≥ 10 at n ≥ 2000 —
+# rejected (checked).
+Z_CRIT = 3.29
+KURTOSIS_MAX = 6.0
+
+
+def _z(s: np.ndarray) -> float:
+    s2 = np.asarray(s, np.float64) ** 2
+    return float((s2.mean() - 1.0) / np.sqrt((KURTOSIS_MAX - 1.0) / s2.size))
+
+
+def _check(residuals: np.ndarray, sigma: np.ndarray | float) -> None:
+    s = np.asarray(residuals, np.float64) / sigma
+    assert s.size >= 2000
+    assert abs(_z(s)) < Z_CRIT, _z(s)
+    for off in (1.3, 0.7):
+        assert abs(_z(s * off)) > Z_CRIT
+
+
+def test_hb2d_block_sums_have_the_least_squares_variance() -> None:
+    # b = 2 on 4 × 4: h = 2 levels below the unmeasured root, ε/2 each, Lap(2/ε) per
+    # node (variance σ² = 2(2/ε)²). A 2 × 2 block's estimate is the inverse-variance
+    # mean of its own count (σ²) and its 4 children's sum (4σ²): variance 0.8·σ².
+    x = np.random.default_rng(0).poisson(20.0, (4, 4)).astype(float)
+    eps = 0.8
+    rng = np.random.default_rng(3)
+    blocks = x.reshape(2, 2, 2, 2).sum(axis=(1, 3))
+    res = [
+        hier2d.hb2d_release(x, eps, branching=2, rng=rng).estimate.reshape(2, 2, 2, 2).sum(
+            axis=(1, 3)
+        )
+        - blocks
+        for _ in range(600)
+    ]
+    _check(np.ravel(res), np.sqrt(0.8 * 2.0 * (2.0 / eps) ** 2))
+
+
+def test_privelet2d_coefficient_noise_scale() -> None:
+    # on a 16 × 16 cube (no padding) the noisy coefficients are H·x̂·Hᵀ; their residual
+    # at (i, j) is Laplace((1 + 4)²/(ε·W(i)W(j))), variance 2·scale².
+    x = np.random.default_rng(1).poisson(5.0, (16, 16)).astype(float)
+    eps = 0.5
+    h, w = hier2d.haar_matrix(16)
+    scale = 25.0 / (eps * np.outer(w, w))
+    true = h @ x @ h.T
+    rng = np.random.default_rng(4)
+    res = [h @ hier2d.privelet2d_release(x, eps, rng=rng).estimate @ h.T - true for _ in range(10)]
+    _check(np.ravel(res), np.ravel(np.broadcast_to(np.sqrt(2.0) * scale, (10, 16, 16))))
