@@ -48,34 +48,42 @@ def geometric_budget(epsilon: float, height: int) -> np.ndarray:
 
 
 def _blocks(a: np.ndarray, f: int) -> np.ndarray:
-    """Sums over f × f blocks of a square array."""
+    """Sums over f × f blocks of a square array (side divisible by f)."""
     n = a.shape[0] // f
     return a.reshape(n, f, n, f).sum(axis=(1, 3))
 
 
-def pyramid(x: np.ndarray, height: int) -> list[np.ndarray]:
-    """Node counts per level i = 0 (leaves, blocks of 2^{H−h} cells) … h (root)."""
+def pyramid(x: np.ndarray, height: int, branching: int = 2) -> list[np.ndarray]:
+    """Node counts per level i = 0 (leaves, blocks of side/b^h cells) … h (root).
+
+    ``branching`` b: every node has b × b children (the quadtree: b = 2; HB-2D: any b).
+    """
     side = x.shape[0]
-    leaf = side >> int(height)
+    leaf = side // int(branching) ** int(height)
     levels = [_blocks(x, leaf)]
     for _ in range(int(height)):
-        levels.append(_blocks(levels[-1], 2))
+        levels.append(_blocks(levels[-1], int(branching)))
     return levels
 
 
-def tree_least_squares(y: list[np.ndarray], var: list[np.ndarray]) -> np.ndarray:
-    """Leaf estimates consistent with a 4-ary tree of noisy node counts (post-processing).
+def tree_least_squares(
+    y: list[np.ndarray], var: list[np.ndarray], branching: int = 2
+) -> np.ndarray:
+    """Leaf estimates consistent with a (b×b)-ary tree of noisy node counts (post-processing).
 
     Args:
-        y: measurements per level, leaves first; level i has shape (s/2^i, s/2^i).
-        var: their noise variances (same shapes; 0 = known exactly).
+        y: measurements per level, leaves first; level i has shape (s/b^i, s/b^i).
+        var: their noise variances (same shapes; 0 = known exactly). The top level
+            given is the top of the tree (an unmeasured root is simply left out).
+        branching: b (the quadtree: 2).
 
     Returns:
         The weighted least squares leaf counts (their sums equal every parent's estimate).
     """
+    b = int(branching)
     z, v = [y[0]], [var[0]]
     for i in range(1, len(y)):  # bottom-up: own measurement ⊕ children's sum
-        s, vs = _blocks(z[-1], 2), _blocks(v[-1], 2)
+        s, vs = _blocks(z[-1], b), _blocks(v[-1], b)
         with np.errstate(divide="ignore", invalid="ignore"):
             w_own = np.where(var[i] == 0, 1.0, np.where(vs == 0, 0.0, vs / (vs + var[i])))
             vz = np.where((var[i] == 0) | (vs == 0), 0.0, var[i] * vs / (var[i] + vs))
@@ -84,10 +92,10 @@ def tree_least_squares(y: list[np.ndarray], var: list[np.ndarray]) -> np.ndarray
     top = z[-1]
     for i in range(len(y) - 2, -1, -1):  # top-down: spread the difference by variance
         zi, vi = z[i], v[i]
-        up = np.repeat(np.repeat(top - _blocks(zi, 2), 2, 0), 2, 1)
-        vs = np.repeat(np.repeat(_blocks(vi, 2), 2, 0), 2, 1)
+        up = np.repeat(np.repeat(top - _blocks(zi, b), b, 0), b, 1)
+        vs = np.repeat(np.repeat(_blocks(vi, b), b, 0), b, 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(vs > 0, vi / vs, 0.25)
+            share = np.where(vs > 0, vi / vs, 1.0 / (b * b))
         top = zi + share * up
     return top
 

@@ -1,24 +1,32 @@
-"""The default 2-D histogram release: pick the algorithm from public information only.
+"""The default 2-D histogram release: the algorithm picked from public information.
+
+Public information here means the public inputs plus DP estimates of data features.
 
 In the spirit of Pythia (Kotsogiannis, Machanavajjhala, Hay & Miklau, SIGMOD 2017): the
-choice among {AG, UG, QuadTree, kd-tree, cells} is a function of public features — the
-domain shape, the workload type, ε — and of a DP estimate N̂ of the scale, bought with
-``SCALE_SHARE·ε`` (:func:`~mechanisms.histograms.spend.noisy_total`) and charged to the
-accountant like every other measurement. The chosen algorithm then runs with the rest,
-``(1 − SCALE_SHARE)·ε``, and reuses N̂ when it needs the scale (UG, AG), so the scale is
-paid for once. Privacy: N̂ is ρε-DP; the choice is post-processing of N̂; the release is
-(1−ρ)ε-DP; sequential composition gives ε.
+choice among {AG, UG, QuadTree, HB-2D, Privelet-2D, MWEM, kd-tree, cells} is a function
+of public features — the domain shape, the workload type, ε — and of DP estimates of
+the data, each bought with a share of ε and charged to the accountant before its noise:
+the scale N̂ (``SCALE_SHARE·ε``, :func:`~mechanisms.histograms.spend.noisy_total`) and,
+for the default rule, the mass of the ``TOP_K`` = 16 fullest cells (``CONC_SHARE·ε``,
+:func:`noisy_top_mass`, sensitivity 1). The chosen algorithm runs with the rest and
+reuses N̂ when it needs the scale (UG, AG), so the scale is paid for once. Privacy: each
+estimate is DP at its share; the choice (and whether the feature is bought at all) is
+post-processing of them; sequential composition gives ε.
 
-The rule (:func:`select_2d`): with ψ = N̂·ε/n_cells, AG when ψ < 0.5, else the kd-tree
-(ξ₀ = 40/ε, leaf inference), for range (rectangle) workloads. It minimises the geo-mean
-error ratio per (scale, ε) on the measurements of ``bench/bench_histograms_2d.py``
-(:data:`RULE_EVIDENCE`). The same public features cannot do better: at (1e6, ε = 0.1)
-the best is AG on BJ-CABS-E (kd-tree 4.79× worse) and the kd-tree on ADULT-2D (AG 11.1×
-worse) — any choice from (shape, workload, ε, N̂) alone is ≥ 4.8× off on one of them.
-Closing that gap needs a data feature measured under DP (Pythia's approach), which this
-rule does not spend on (the option ``features="occupancy"`` does). For the identity
-workload (cell counts) the kd-tree is chosen whatever ψ: it was the best or within 1.3×
-of it in every measured cell.
+The default rule (:func:`select_2d_concentration`, ``features="concentration"``): for
+rectangles, with ψ = N̂·ε/n_cells and γ = T̂₁₆/N̂, the kd-tree (ξ₀ = 40/ε, leaf
+inference) when ψ ≥ 0.1 and γ ≥ 0.7 — the records sit on a few spikes the kd-tree
+isolates in boxes of their own — else AG. Fitted on the six DPBench 2-D files the
+benchmark does not report (:data:`CONC_EVIDENCE`; ``bench/hist_2d_rule.py``), measured
+on the four it does (``bench/bench_histograms_2d.py``). For the identity workload the
+kd-tree whatever ψ (best or within 1.3× in every measured cell, :data:`RULE_EVIDENCE`).
+
+Two earlier rules stay selectable for the before/after comparison: ``features="scale"``
+(:func:`select_2d`: N̂ only — AG when ψ < 0.5, else the kd-tree; no rule on (shape,
+workload, ε, N̂) alone can be good on both BJ-CABS-E and ADULT-2D at 1e6, where AG and
+the kd-tree are each ≥ 4.8× off on one of them) and ``features="occupancy"``
+(:func:`select_2d_occupancy`: the DP count of non-empty cells, which does not separate
+SF-CABS-E, where AG wins, from MDSALARY-2D, where the kd-tree wins).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import numpy as np
 
 from mechanisms.accounting import Accountant
 from mechanisms.errors import InvalidParameterError, check_positive
-from mechanisms.histograms import grids, kdtree, quadtree
+from mechanisms.histograms import grids, hier2d, kdtree, quadtree
 from mechanisms.histograms._noise import laplace_noise
 from mechanisms.histograms.spend import (
     SCALE_SHARE,
@@ -44,6 +52,14 @@ __all__ = [
     "KD_DENSITY",
     "select_2d",
     "select_2d_occupancy",
+    "select_2d_concentration",
+    "noisy_top_mass",
+    "data_features",
+    "FEATURES_2D",
+    "CONC_SHARE",
+    "TOP_K",
+    "CONC_DENSITY",
+    "CONC_MIN",
     "noisy_occupancy",
     "OCCUPANCY_SHARE",
     "run_2d",
@@ -51,7 +67,9 @@ __all__ = [
 ]
 
 #: the algorithms :func:`run_2d` knows ("auto" = :func:`release_2d`'s selection)
-ALGORITHMS_2D = ("AG", "UG", "QuadTree", "kd-tree", "kd-hierarchical", "cells")
+ALGORITHMS_2D = (
+    "AG", "UG", "QuadTree", "HB-2D", "Privelet-2D", "MWEM", "kd-tree", "kd-hierarchical", "cells"
+)
 #: workload types the rule distinguishes
 WORKLOADS_2D = ("rectangles", "identity")
 
@@ -63,7 +81,35 @@ OCCUPANCY_SHARE = 0.05
 OCC_DENSITY = 0.1
 OCC_MAX = 0.01
 
-#: what the rule rests on: bench_histograms_2d's grid, 3 trials (seed 17), geo-mean / max
+#: the default rule (``features="concentration"``): ε share of the top-k mass, k, the ψ
+#: threshold above which it is bought and read, and the concentration threshold on γ
+#: (CONC_SHARE: T̂ has noise sd √2/(0.01·ε); where it is bought, ψ ≥ 0.1, i.e. N·ε ≥ 6554
+#: on 256 × 256, that is ≤ 2.2 % of N — against γ margins ≥ 0.09 on the tuning files)
+CONC_SHARE = 0.01
+TOP_K = 16
+CONC_DENSITY = 0.1
+CONC_MIN = 0.7
+
+#: what the default rule rests on: bench/hist_2d_rule.py (files SF-CABS-E, SF-CABS-S,
+#: BJ-CABS-S, MDSALARY-2D, LC-2D, TWITTER — none of them reported — seed 101, scales
+#: 1e4/1e5/1e6, ε 0.1/1, 2000 random rectangles, median of 7 trials), true γ = T₁₆/N:
+CONC_EVIDENCE = """
+file         γ      at ψ ≥ 0.1 (5 cells per file): ratio to the best
+SF-CABS-E    0.56   AG best in all 5 (kd-tree 1.10–4.5× worse)
+SF-CABS-S    0.49   AG 1.00–1.05 (kd-tree 1.00–3.8×)
+BJ-CABS-S    0.04   AG best in all 5 (kd-tree 2.3–3.9×)
+MDSALARY-2D  0.79   kd-tree best in all 5 (AG 1.18–1.75×)
+LC-2D        0.30   AG at ψ ≥ 1.5; QuadTree / HB-2D at ψ = 0.15 (AG 2.2×; no one-sided
+                    threshold on the features tried — γ, occupancy, Pythia's TVD at 1/4/16
+                    cells — separates it from the files where AG wins there)
+TWITTER      0.11   AG best in all 5 (kd-tree 1.0–2.4×)
+geo-mean / worst of (algorithm / best) over the 36 cells, ε = 0.1 | ε = 1:
+AG always 1.09 / 2.16 | 1.12 / 2.24;  kd-tree always 1.96 / 11.5 | 1.70 / 4.13;
+this rule (its own noise draws, 6 % of ε on the features) 1.05 / 2.17 | 1.06 / 2.25
+"""
+
+#: what the public-only rule (``features="scale"``) rests on: bench_histograms_2d's grid,
+#: 3 trials (seed 17), geo-mean / max
 #: over BJ-CABS-E, GOWALLA, STROKE, ADULT-2D of each algorithm's error / the best's:
 RULE_EVIDENCE = """
 scale ε    ψ      AG          kd-tree     QuadTree    UG          cells
@@ -135,6 +181,83 @@ def select_2d_occupancy(
     return "kd-tree" if psi >= OCC_DENSITY and omega < OCC_MAX else "AG"
 
 
+def data_features(x: np.ndarray) -> dict[str, float]:
+    """TRUE data features (for tuning tables and tests only; never read by a release).
+
+    scale N; ψ-free shape features: ``occupied`` non-empty cells, ``tvd`` = Pythia's
+    total variation distance from uniform ``Σ|x − N/n|/(2N)`` on the cells and on 4 × 4
+    and 16 × 16 blocks (``tvd4``, ``tvd16``).
+    """
+    x = np.asarray(x, np.float64)
+    n = float(x.sum())
+    out = {"scale": n, "occupied": float(np.count_nonzero(x > 0))}
+    for f, key in ((1, "tvd"), (4, "tvd4"), (16, "tvd16")):
+        s0, s1 = x.shape[0] // f * f, x.shape[1] // f * f
+        b = x[:s0, :s1].reshape(s0 // f, f, s1 // f, f).sum(axis=(1, 3))
+        out[key] = float(np.abs(b - n / b.size).sum() / (2.0 * max(n, 1.0)))
+    return out
+
+
+def select_2d_concentration(
+    shape: tuple[int, ...],
+    epsilon: float,
+    scale: float,
+    top_mass: float | None,
+    workload: str = "rectangles",
+) -> str:
+    """The default rule: public features, N̂ and the DP concentration γ = T̂_k / N̂.
+
+    ``T̂_k`` is a DP estimate of the mass of the ``TOP_K`` fullest cells
+    (:func:`noisy_top_mass`); γ close to 1 means the records sit on a few spikes. For
+    rectangles: the kd-tree when ψ = N̂·ε/n_cells ≥ ``CONC_DENSITY`` and γ ≥ ``CONC_MIN``
+    (spiky data: the kd-tree isolates every spike in a box of its own and merges the
+    empty rest into a few boxes, where AG's uniform sub-cells smear each spike over its
+    sub-cell), otherwise AG. ``top_mass`` None (not bought because ψ is below
+    ``CONC_DENSITY``) means AG. For cell counts (identity) the kd-tree, as in
+    :func:`select_2d`. Thresholds fitted on the tuning files only
+    (:data:`CONC_EVIDENCE`).
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    if workload not in WORKLOADS_2D:
+        raise InvalidParameterError(
+            f"workload must be one of {', '.join(WORKLOADS_2D)}, not {workload!r}"
+        )
+    if workload == "identity":
+        return "kd-tree"
+    n_cells = int(np.prod(shape))
+    n_hat = max(float(scale), 1.0)
+    if top_mass is None or n_hat * epsilon / n_cells < CONC_DENSITY:
+        return "AG"
+    return "kd-tree" if float(top_mass) / n_hat >= CONC_MIN else "AG"
+
+
+def noisy_top_mass(
+    x: np.ndarray,
+    epsilon: float,
+    k: int = 16,
+    *,
+    accountant: Accountant,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> float:
+    """NOISE DRAWING — the total count of the k fullest cells + Lap(1/ε), ε-DP.
+
+    Sensitivity 1: the top-k sum is the maximum over k-cell subsets of their sums; one
+    record more adds one to every subset sum that holds its cell and nothing to the
+    others, so the maximum rises by 0 or 1 (and falls by 0 or 1 for one record less).
+    Charged before the draw. Pythia (Kotsogiannis et al. SIGMOD 2017) likewise reads the
+    data's shape only through features measured with a slice of the budget.
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    if int(k) < 1:
+        raise InvalidParameterError(f"k must be >= 1, not {k!r}")
+    charge(accountant, epsilon, mechanism="select2d:concentration", n_values=1, discrete=discrete)
+    v = np.asarray(x, np.float64).ravel()
+    kk = min(int(k), v.size)
+    top = float(np.sort(v)[v.size - kk :].sum())  # (np.partition is slow on many ties)
+    return top + float(laplace_noise(1.0 / epsilon, 1, rng=rng, discrete=discrete)[0])
+
+
 def noisy_occupancy(
     x: np.ndarray,
     epsilon: float,
@@ -160,13 +283,17 @@ def run_2d(
     epsilon: float,
     *,
     scale: float | None = None,
+    boxes: np.ndarray | None = None,
     accountant: Accountant | None = None,
     rng: np.random.Generator | None = None,
     discrete: bool = False,
 ) -> SpatialRelease:
     """NOISE DRAWING — run the 2-D algorithm ``name`` with its paper defaults (ε-DP).
 
-    ``scale`` is passed to UG / AG (a DP estimate already paid for); the others ignore it.
+    ``scale`` is passed to UG / AG / MWEM (a DP estimate already paid for); the others
+    ignore it. ``boxes``: the rectangle workload (MWEM's queries; None: every cell; the
+    others ignore it).
+    Privelet-2D and MWEM draw continuous Laplace whatever ``discrete`` says.
     """
     acct = ledger(accountant, epsilon, f"histogram-{name}")
     if name == "AG":
@@ -179,6 +306,15 @@ def run_2d(
         )
     if name == "QuadTree":
         return quadtree.quadtree_release(x, epsilon, accountant=acct, rng=rng, discrete=discrete)
+    if name == "HB-2D":
+        return hier2d.hb2d_release(x, epsilon, accountant=acct, rng=rng, discrete=discrete)
+    if name == "Privelet-2D":
+        return hier2d.privelet2d_release(x, epsilon, accountant=acct, rng=rng)
+    if name == "MWEM":
+        if boxes is None:  # the identity workload: every cell
+            r, c = np.indices(x.shape).reshape(2, -1)
+            boxes = np.stack([np.stack([r, r + 1], 1), np.stack([c, c + 1], 1)], 1)
+        return hier2d.mwem2d_release(x, epsilon, boxes, scale=scale, accountant=acct, rng=rng)
     if name in {"kd-tree", "kd-hierarchical"}:
         fn = kdtree.kd_tree_release if name == "kd-tree" else kdtree.hierarchical_kd_release
         r = fn(x, epsilon, accountant=acct, rng=rng, discrete=discrete)
@@ -194,28 +330,49 @@ def run_2d(
     )
 
 
+FEATURES_2D = ("concentration", "scale", "occupancy")
+
+
 def release_2d(
     x: np.ndarray,
     epsilon: float,
     *,
     algorithm: str = "auto",
     workload: str = "rectangles",
-    features: str = "scale",
+    features: str = "concentration",
     accountant: Accountant | None = None,
     rng: np.random.Generator | None = None,
     discrete: bool = False,
 ) -> SpatialRelease:
     """NOISE DRAWING — the default 2-D histogram release (ε-DP).
 
-    ``algorithm="auto"``: N̂ with ``SCALE_SHARE·ε`` (charged first), :func:`select_2d` on
-    (shape, workload, (1−ρ)ε, N̂), then the chosen algorithm with ``(1−ρ)·ε`` and N̂.
-    Any other name runs that algorithm with the whole ε (UG / AG buy their own N̂).
-    ``features="occupancy"``: also ``OCCUPANCY_SHARE·ε`` on the number of non-empty
-    cells and :func:`select_2d_occupancy` (not the issue's public-only rule; compared in
-    bench_histograms_2d).
+    ``algorithm="auto"``: N̂ with ``SCALE_SHARE·ε`` (charged first), then the rule of
+    ``features``, then the chosen algorithm with the ε left and N̂. Any other name runs
+    that algorithm with the whole ε (UG / AG buy their own N̂).
+
+    ``features``:
+        * ``"concentration"`` (default): when the rectangles' ψ = N̂·ε′/n_cells reaches
+          ``CONC_DENSITY`` (ε′ = ε minus both feature shares; a function of N̂ only),
+          also ``CONC_SHARE·ε`` on the top-``TOP_K`` mass (:func:`noisy_top_mass`), then
+          :func:`select_2d_concentration`. Below it nothing more is bought (the rule
+          reads AG there whatever the data) and the algorithm gets ``(1−ρ)·ε``.
+        * ``"scale"``: the public-only rule :func:`select_2d` (N̂ only).
+        * ``"occupancy"``: ``OCCUPANCY_SHARE·ε`` on the non-empty cells and
+          :func:`select_2d_occupancy`.
+
+    Privacy: N̂ and the feature are ε-DP measurements charged before their noise; the
+    decision to buy the feature and the choice are functions of DP outputs
+    (post-processing); the algorithm runs with the rest; the parts add up to ε
+    (sequential composition, adaptive choice of the next measurement's budget).
     """
-    if features not in ("scale", "occupancy"):
-        raise InvalidParameterError(f"features must be scale or occupancy, not {features!r}")
+    if features not in FEATURES_2D:
+        raise InvalidParameterError(
+            f"features must be one of {', '.join(FEATURES_2D)}, not {features!r}"
+        )
+    if workload not in WORKLOADS_2D:
+        raise InvalidParameterError(
+            f"workload must be one of {', '.join(WORKLOADS_2D)}, not {workload!r}"
+        )
     x = np.asarray(x, np.float64)
     if x.ndim != 2:
         raise InvalidParameterError(f"x must be a 2-D array, not {x.ndim}-D")
@@ -230,15 +387,19 @@ def release_2d(
     rest = epsilon - eps_n
     parts = {"scale": eps_n}
     if features == "occupancy":
-        if workload not in WORKLOADS_2D:
-            raise InvalidParameterError(
-                f"workload must be one of {', '.join(WORKLOADS_2D)}, not {workload!r}"
-            )
         eps_o = OCCUPANCY_SHARE * epsilon
         occ = noisy_occupancy(x, eps_o, accountant=acct, rng=rng, discrete=discrete)
         rest -= eps_o
         parts["occupancy"] = eps_o
         name = select_2d_occupancy(x.shape, rest, n_hat, occ)
+    elif features == "concentration":
+        eps_c = CONC_SHARE * epsilon
+        top = None
+        if workload == "rectangles" and n_hat * (rest - eps_c) / x.size >= CONC_DENSITY:
+            top = noisy_top_mass(x, eps_c, TOP_K, accountant=acct, rng=rng, discrete=discrete)
+            rest -= eps_c
+            parts["concentration"] = eps_c
+        name = select_2d_concentration(x.shape, rest, n_hat, top, workload)
     else:
         name = select_2d(x.shape, rest, n_hat, workload)
     rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=rng, discrete=discrete)

@@ -1,4 +1,4 @@
-"""``occustream histogram release -a auto-2d | AG | UG | QuadTree | kd-hierarchical``."""
+"""``occustream histogram release -a auto-2d | AG | UG | QuadTree | HB-2D | Privelet-2D | …``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 from occustream.cli import main as occustream
 
 
-@pytest.mark.parametrize("algorithm", ["auto-2d", "AG", "UG", "QuadTree", "kd-hierarchical"])
+@pytest.mark.parametrize(
+    "algorithm", ["auto-2d", "AG", "UG", "QuadTree", "HB-2D", "Privelet-2D", "kd-hierarchical"]
+)
 def test_release_2d_algorithms(tmp_path: Path, algorithm: str) -> None:
     cube = np.random.default_rng(0).poisson(3, (12, 288))
     path = tmp_path / "cube.npy"

@@ -20,5 +20,21 @@ def test_write_xiao_report_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     text = path.read_text()
     assert "## Where the shape agrees" in text and "Figs. 13/14" in text
     assert "| SMALL | cell-based |" in text
+    assert "## Where the kd-tree loses, and why (measured)" in text
+    assert "| SMALL | 0.05 |" in text  # one reasons row per α
+    assert "kd-tree loses to cell-based" in text or "beats cell-based at every α" in text
     for name in ("xiao_height.png", "xiao_xi0.png", "xiao_alpha.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_loss_reasons_layout_error_is_zero_on_uniform_data() -> None:
+    x = np.full((16, 16), 50.0)  # uniform: any partition is uniform inside
+    boxes = np.array([[[0, 5], [3, 16]], [[2, 16], [0, 7]]])
+    r = xiao_report.loss_reasons(x, boxes, (0.5, 5.0), releases=2, key=(1,))
+    assert set(r) == {0.5, 5.0}
+    for v in r.values():
+        assert v["layout"] < 1e-9 and v["kd"] > 0 and v["cells"] > 0
+    skew = np.zeros((16, 16))
+    skew[::2, ::3] = 3.0  # a sparse lattice: kept in coarse boxes, not uniform inside
+    r = xiao_report.loss_reasons(skew, boxes, (0.5,), releases=2, key=(1,))
+    assert r[0.5]["layout"] > 0
