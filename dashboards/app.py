@@ -44,6 +44,7 @@ from typing import Any
 
 from aiohttp import web
 
+from dashboards import demo_control as demo_control_routes
 from dashboards import hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
@@ -402,6 +403,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 def create_app(
     site: Site, redis_url: str, tokens: Tokens, *, mechanisms_allowed: list[str] | None = None,
     webhooks: list[Any] | None = None, max_sse_clients: int = hardening.MAX_SSE_CLIENTS,
+    demo_control: bool = False,
 ) -> web.Application:
     """Build the aiohttp application.
 
@@ -412,6 +414,8 @@ def create_app(
         mechanisms_allowed: show only these mechanisms (default: all found in Redis).
         webhooks: :class:`dashboards.webhooks.WebhookDispatcher` objects to run with the app.
         max_sse_clients: live-update streams served at once; more get 503.
+        demo_control: let the page change ``occustream demo``'s pace
+            (:mod:`dashboards.demo_control`).
 
     Serve it with :func:`dashboards.hardening.server_options` (header read timeout).
     """
@@ -474,6 +478,7 @@ def create_app(
     r.add_get("/api/ledger", ledger)
     r.add_get("/api/privacy", privacy)
     r.add_get("/api/events", events)
+    demo_control_routes.register(app, RM, ROLE_KEY, enabled=demo_control)
     r.add_static("/static", STATIC, append_version=True)
     return app
 
@@ -584,7 +589,9 @@ def main(argv: list[str] | None = None) -> int:
             source = "alerts" if args.webhook_decisions else "incidents"
             hooks = [WebhookDispatcher(url, u, secret, source=source) for u in args.webhook]
         app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks,
-                         max_sse_clients=args.max_sse_clients)
+                         max_sse_clients=args.max_sse_clients,
+                         demo_control=os.environ.get("OCCUSTREAM_DEMO", "").lower()
+                         in ("1", "true", "yes"))
         if generated:  # tokens go to the terminal only, never to the log
             log.warning("OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN unset: tokens "
                         "generated (printed on stdout, not logged)")

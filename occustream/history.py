@@ -136,3 +136,97 @@ async def _write(redis_url: str, h: History) -> None:
         await writer.write_history(h.outs)  # what write_tick would leave, in bulk
     finally:
         await client.aclose()
+
+
+# ---- a cache of released history (a second `make demo` starts in seconds) -------------
+#: Source folders whose code decides the released history (its cache key hashes them).
+_CODE = ("mechanisms", "occupancy", "simulator", "streams/pipeline", "buildings")
+#: Settings that do not change a release (where services run, how a worker runs).
+_RUNTIME_ONLY = frozenset({"kafka_bootstrap", "redis_url", "state_redis_url", "web_port",
+                           "data_dir", "secret_file", "idle_s", "ingest", "batch_max",
+                           "batch_within_s", "session_timeout_s", "heartbeat_s",
+                           "metrics_interval_s", "app_id", "topic_prefix", "partitions"})
+
+
+def cache_key(settings: Any, *, start_ts: float, days: float, seed: int) -> str:
+    """SHA-256 of everything the released history depends on.
+
+    The settings (public ones and a digest of the secret: the noise is keyed by it),
+    the window, the seed, and the source of the simulator, the release stage, the
+    mechanisms and the buildings: any change computes it again.
+    """
+    import hashlib
+    import json
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    public = {k: v for k, v in settings.public().items() if k not in _RUNTIME_ONLY}
+    h.update(json.dumps({"settings": public, "start": start_ts, "days": days,
+                         "seed": seed}, sort_keys=True, default=str).encode())
+    h.update(hashlib.sha256(settings.secret).digest())
+    root = Path(__file__).resolve().parents[1]
+    for folder in _CODE:
+        for f in sorted((root / folder).rglob("*")):
+            if f.suffix in (".py", ".json") and f.is_file():
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _out_doc(out: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    # ex-post ε is internal (state store only) and the history never writes it
+    return {"tick": out.tick, "releases": [asdict(r) for r in out.releases],
+            "alerts": out.alerts, "ledger": out.ledger, "privacy": out.privacy}
+
+
+def _out_of(doc: dict[str, Any]) -> Any:
+    from streams.pipeline.release import Release, TickOutput
+
+    return TickOutput(doc["tick"], [Release(**r) for r in doc["releases"]], doc["alerts"],
+                      doc["ledger"], [], doc["privacy"])
+
+
+def release_history_cached(settings: Any, *, start_ts: float, days: float, seed: int = 0,
+                           cache_dir: Any = None) -> tuple[History, bool]:
+    """:func:`release_history`, kept in ``cache_dir`` (None: not cached).
+
+    The file holds what the release stage produced (released values, alerts, ledger
+    records, the privacy status; never true counts), so loading it writes exactly what
+    computing it again would (keyed noise: the same values), with its ledger records.
+
+    Returns:
+        ``(history, True if it came from the cache)``.
+    """
+    import gzip
+    import json
+    import os
+    from pathlib import Path
+
+    if cache_dir is None:
+        return release_history(settings, start_ts=start_ts, days=days, seed=seed), False
+    key = cache_key(settings, start_ts=start_ts, days=days, seed=seed)
+    path = Path(cache_dir) / f"history-{key[:32]}.json.gz"
+    try:
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        if doc.get("key") == key:
+            return History(replace(settings, mechanisms=tuple(doc["mechanisms"])),
+                           doc["locations"], doc["metas"],
+                           [_out_of(o) for o in doc["outs"]]), True
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent or unreadable: compute it
+    h = release_history(settings, start_ts=start_ts, days=days, seed=seed)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        data = {"key": key, "mechanisms": list(h.settings.mechanisms),
+                "locations": h.locations, "metas": h.metas,
+                "outs": [_out_doc(o) for o in h.outs]}
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(gzip.compress(json.dumps(data).encode(), compresslevel=3))
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("history not cached in %s: %s", cache_dir, exc)
+    return h, False

@@ -105,6 +105,16 @@ def _max_hour_epsilon(released: dict[float, float]) -> float:
     return best
 
 
+def read_demo_speed(client: Any) -> float | None:
+    """The pace the demo's page asks for (``demo:speed``), or None (sync client)."""
+    doc = _loads(client.get(rl.DEMO_SPEED))
+    try:
+        speed = float(doc["speed"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return speed if speed >= 0 and np.isfinite(speed) else None
+
+
 class ReadModel:
     """Async reads of the read model for one site (a ``redis.asyncio.Redis`` client)."""
 
@@ -382,6 +392,17 @@ class ReadModel:
         return [public_incident_event(_s(i), f.get(b"data", f.get("data"))) for i, f in rows]
 
     # -- privacy ledger (admin only) -----------------------------------------------------
+    async def demo_clock(self) -> dict[str, Any] | None:
+        """The demo's clock: simulated now, pace, the pace asked for; None outside a demo."""
+        clock, want = await self.client.mget(rl.DEMO_CLOCK, rl.DEMO_SPEED)
+        doc = _loads(clock)
+        if not isinstance(doc, dict):
+            return None
+        asked = _loads(want)
+        return {"sim_ts": doc.get("sim_ts"), "speed": doc.get("speed"),
+                "wall_ts": doc.get("wall_ts"),
+                "requested": asked.get("speed") if isinstance(asked, dict) else None}
+
     async def ledger(self) -> dict[str, Any]:
         """ε spent per mechanism and day, and the per-device-day cumulative loss.
 

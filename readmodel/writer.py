@@ -161,6 +161,18 @@ def queue_dlq_counts(pipe: Any, app_id: str, partition: int, counts: Mapping[str
                   mapping={f"p{partition}:{k}": v for k, v in counts.items()})
 
 
+def queue_demo_speed(pipe: Any, speed: float, role: str = "demo") -> None:
+    """Queue the pace the demo's page asks for (``demo:speed``; 0 = paused)."""
+    pipe.set(rl.DEMO_SPEED, json.dumps({"speed": float(speed), "ts": time.time(),
+                                        "role": role}))
+
+
+def queue_demo_clock(pipe: Any, sim_ts: float, speed: float) -> None:
+    """Queue the demo producer's simulated "now" and pace (``demo:clock``)."""
+    pipe.set(rl.DEMO_CLOCK, json.dumps({"sim_ts": float(sim_ts), "speed": float(speed),
+                                        "wall_ts": time.time()}))
+
+
 class CacheWriter:
     """Writes released ticks to Redis (``redis.asyncio`` client)."""
 

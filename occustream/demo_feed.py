@@ -1,0 +1,101 @@
+"""The demo's producer: the simulated building sent to Kafka at the pace the page asks for.
+
+``occustream demo`` runs it as a child process (``python -m occustream.demo_feed``). It
+is the composition root of three parts that do not know each other: the simulator
+(:func:`simulator.simulate`, :func:`simulator.kafka.produce`), the read model
+(:func:`readmodel.reader.read_demo_speed`, :func:`readmodel.writer.queue_demo_clock`)
+and, through the read model, the dashboard's speed control
+(:mod:`dashboards.demo_control`). :class:`RedisPace` is the
+:class:`simulator.kafka.PaceControl` port between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+log = logging.getLogger("occustream.demo_feed")
+
+
+class RedisPace:
+    """:class:`simulator.kafka.PaceControl` through the read model (``demo:*`` keys).
+
+    A Redis hiccup keeps the current pace (and skips a clock report): the demo goes on.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def speed(self) -> float | None:
+        """The pace the page asks for (None: unchanged)."""
+        from redis.exceptions import RedisError
+
+        from readmodel.reader import read_demo_speed
+
+        try:
+            return read_demo_speed(self.client)
+        except RedisError as exc:
+            log.warning("demo speed unreadable (%s); pace unchanged", exc)
+            return None
+
+    def report(self, sim_ts: float, speed: float) -> None:
+        """Publish the simulated now and the pace (the page's clock)."""
+        from redis.exceptions import RedisError
+
+        from readmodel.writer import queue_demo_clock
+
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            queue_demo_clock(pipe, sim_ts, speed)
+            pipe.execute()
+        except RedisError as exc:
+            log.warning("demo clock not written (%s)", exc)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments (``occustream demo`` passes them)."""
+    p = argparse.ArgumentParser(prog="python -m occustream.demo_feed",
+                                description="The demo's paced producer (run by occustream demo).")
+    p.add_argument("--building", default="dbh")
+    p.add_argument("--start", required=True, help="first simulated instant (ISO, UTC)")
+    p.add_argument("--days", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--scenarios", default="overcapacity,malformed")
+    p.add_argument("--speed", type=float, default=30.0, help="initial pace")
+    p.add_argument("--kafka", required=True)
+    p.add_argument("--topic", default="wifi.observations")
+    p.add_argument("--redis-url", required=True)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Simulate, then send at the controlled pace; return the exit code."""
+    import redis
+
+    from simulator.kafka import produce, quiet_kafka_logs
+    from simulator.simulation import Scenarios, simulate
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    quiet_kafka_logs()
+    # the crowds on the live day (0), so they are seen within minutes of the start
+    scen = replace(Scenarios.from_names(args.scenarios.split(",")), crowd_day=0)
+    t0 = time.perf_counter()
+    sim = simulate(args.building, days=args.days, seed=args.seed, start=args.start,
+                   scenarios=scen)
+    log.info("simulated %d events in %.1f s; scenarios %s", len(sim),
+             time.perf_counter() - t0,
+             [(x["type"], x.get("location"), x["start_ts"]) for x in sim.truth["scenarios"]])
+    client = redis.Redis.from_url(args.redis_url, socket_timeout=2.0)
+    n = produce(sim.records(), args.kafka, args.topic, speed=args.speed,
+                control=RedisPace(client))
+    log.info("sent %d events", n)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
