@@ -82,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     quiet_kafka_logs()
-    # the crowds on the live day (0), so they are seen within minutes of the start
-    scen = replace(Scenarios.from_names(args.scenarios.split(",")), crowd_day=0)
+    # the crowds on the live day (0), an hour each (10:00 and 15:00), so the first is seen
+    # minutes after the start, also by the device-day alerts' reading at each hour's end
+    scen = replace(Scenarios.from_names(args.scenarios.split(",")), crowd_day=0,
+                   crowd_minutes=60.0)
     t0 = time.perf_counter()
     sim = simulate(args.building, days=args.days, seed=args.seed, start=args.start,
                    scenarios=scen)
