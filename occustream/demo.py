@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  privacy EVENT-LEVEL only: ε {s.epsilon_per_tick():g} per tick; a device "
                       f"present all day loses ε {s.epsilon_per_day():.1f}")
             print(f"  pace   ×{args.speed:g} from {args.start} (change it on the page: "
-                  "⏸ ×1 ×10 ×30 ×120 ×600)")
+                  "Pause ×1 ×10 ×30 ×120 ×600)")
             print(f"  logs   {log_dir}")
             print("  Ctrl-C to stop\n", flush=True)
             names = {loc.id: loc.name for loc in site.locations}

@@ -7,7 +7,7 @@
   const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
   let clock = null, speeds = [], built = false, busy = false;
   const token = () => sessionStorage.getItem("occ.token");
-  const label = (s) => (s === 0 ? "⏸ Pause" : `×${s}`);
+  const label = (s) => (s === 0 ? "Pause" : `×${s}`);
 
   function simNow() {
     if (!clock || clock.sim_ts == null) return null;
