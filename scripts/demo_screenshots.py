@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(3.0)
             page.click(f"[data-location='{lounge}']")
             page.wait_for_selector("#spark polyline", timeout=10_000)
+            page.mouse.move(300, 900)  # no tooltip over the header
             time.sleep(1.0)
             page.screenshot(path=str(args.out / "screenshot.png"))
             print("incident open:", page.inner_text("#demo-clock"), flush=True)
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             page.click("#demo-buttons button[data-speed='30']")
             time.sleep(3.0)
             page.click(f"[data-location='{lounge}']")
+            page.mouse.move(300, 900)
             time.sleep(1.0)
             page.screenshot(path=str(args.out / "demo-incident-resolved.png"))
             print("incident resolved:", page.inner_text("#demo-clock"), flush=True)
