@@ -18,11 +18,13 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import secrets
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", type=int, default=12,
                    help="locations shown per refresh (default 12, busiest first)")
     p.add_argument("--history-days", type=float, default=7.0,
-                   help="release this many simulated days before --start into the read model "
-                        "first (the usual population, through the pipeline's release stage, "
-                        "charged to its accountant, and the read model's writer), so colours "
-                        "compare against the usual day from the first frame (default 7; 0: "
-                        "none, the page colours by share of capacity until a day is complete)")
+                   help="release this many simulated days before the day of --start into the "
+                        "read model first (the usual population, through the pipeline's "
+                        "release stage, charged to its accountant, and the read model's "
+                        "writer), so colours compare against the usual day from the first "
+                        "frame; the start's day up to --start is then sent to the workers "
+                        "at full speed (default 7; 0: none, the page colours by share of "
+                        "capacity until a day is complete)")
     p.add_argument("--cache-dir", default=str(_default_cache()),
                    help="where released history is kept for the next start (keyed by the "
                         "settings, secret, window, seed and code; 'none': never cached)")
@@ -220,7 +224,10 @@ class _HistoryThread:
         self.cached = False
         self.error: BaseException | None = None
         cache = None if args.cache_dir in ("", "none") else Path(args.cache_dir)
-        self._args = (s, start_of(args.start), args.history_days, args.seed, cache)
+        # whole days before the live day: the live day (from its midnight) is the
+        # workers' — its device-day budget is charged once, by them
+        end = _midnight(start_of(args.start)) - s.tick_s
+        self._args = (s, end, args.history_days, args.seed, cache)
         self._thread = threading.Thread(target=self._run, name="demo-history", daemon=True)
         self._thread.start()
 
@@ -243,6 +250,11 @@ class _HistoryThread:
         if self.error is not None:
             raise self.error
         return write_history(redis_url, self.result)
+
+
+def _midnight(ts: float) -> float:
+    """The (UTC = building time) midnight before ``ts``."""
+    return ts - ts % 86400.0
 
 
 def _start_clock(r: Any, start_ts: float, speed: float) -> None:
@@ -279,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.set_idle_s is None and "OCCUSTREAM_IDLE_S" not in os.environ:
         overrides["idle_s"] = 2.0  # accelerated time: unblock quiet partitions quickly
     s = load_settings(args, demo=True, overrides=overrides)  # warns about the dev secret
+    if args.set_retention_ticks is None and "OCCUSTREAM_RETENTION_TICKS" not in os.environ:
+        # keep the whole history and the live days in the series (not only the last 7 days)
+        keep = int(math.ceil((args.history_days + args.days + 1) * 86400 / s.tick_s))
+        s = replace(s, retention_ticks=max(s.retention_ticks, keep))
     site = load_site(s.site)
     t_start = time.monotonic()
     history = _HistoryThread(s, args) if args.history_days > 0 else None

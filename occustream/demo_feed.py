@@ -12,6 +12,7 @@ and, through the read model, the dashboard's speed control
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import sys
 import time
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m occustream.demo_feed",
                                 description="The demo's paced producer (run by occustream demo).")
     p.add_argument("--building", default="dbh")
-    p.add_argument("--start", required=True, help="first simulated instant (ISO, UTC)")
+    p.add_argument("--start", required=True,
+                   help="first paced simulated instant (ISO, UTC); the day up to it (from "
+                        "its midnight) is sent first, as fast as possible")
     p.add_argument("--days", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--scenarios", default="overcapacity,malformed")
@@ -86,15 +89,30 @@ def main(argv: list[str] | None = None) -> int:
     # minutes after the start, also by the device-day alerts' reading at each hour's end
     scen = replace(Scenarios.from_names(args.scenarios.split(",")), crowd_day=0,
                    crowd_minutes=60.0)
+    from occustream.history import start_of
+
+    start = start_of(args.start)
+    midnight = start - start % 86400.0
     t0 = time.perf_counter()
-    sim = simulate(args.building, days=args.days, seed=args.seed, start=args.start,
-                   scenarios=scen)
+    sim = simulate(args.building, days=args.days + (start - midnight) / 86400.0,
+                   seed=args.seed, start=midnight, scenarios=scen)
     log.info("simulated %d events in %.1f s; scenarios %s", len(sim),
              time.perf_counter() - t0,
              [(x["type"], x.get("location"), x["start_ts"]) for x in sim.truth["scenarios"]])
     client = redis.Redis.from_url(args.redis_url, socket_timeout=2.0)
-    n = produce(sim.records(), args.kafka, args.topic, speed=args.speed,
-                control=RedisPace(client))
+    records = sim.records()
+    ahead: list[Any] = []
+    rest: Any = iter(())
+    for rec in records:
+        if rec[2] >= start:
+            rest = itertools.chain([rec], records)
+            break
+        ahead.append(rec)
+    # the morning before the start at full speed (the workers release it, charging the
+    # day's budget once), then the rest at the page's pace
+    n = produce(ahead, args.kafka, args.topic)
+    log.info("sent %d events up to %s at full speed", n, args.start)
+    n = produce(rest, args.kafka, args.topic, speed=args.speed, control=RedisPace(client))
     log.info("sent %d events", n)
     return 0
 

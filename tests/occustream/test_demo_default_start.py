@@ -32,7 +32,7 @@ def test_default_start_is_a_weekday_morning_with_a_week_of_history() -> None:
 
 
 @pytest.mark.e2e
-def test_demo_opens_on_its_start_with_a_week_released_behind_it(tmp_path: Path) -> None:
+def test_demo_opens_on_its_start_with_a_week_released_before_it(tmp_path: Path) -> None:
     # the defaults for the start, history and days; a cheap release (event-level Laplace,
     # no MIDE) and a faster pace keep the test short: what is tested is where the demo
     # starts and what the read model holds then
@@ -45,6 +45,7 @@ def test_demo_opens_on_its_start_with_a_week_released_behind_it(tmp_path: Path) 
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
     start = start_of(build_parser().parse_args([]).start)
+    midnight = start - start % 86400
     lines: list[str] = []
     url = None
     live = False
@@ -60,22 +61,30 @@ def test_demo_opens_on_its_start_with_a_week_released_behind_it(tmp_path: Path) 
             if m and url is None:
                 url = m.group(1)
                 r = redis.Redis.from_url(url)
-                # written before the live stream starts: ≥ 7 days of ticks up to the start
+                # written before the workers get an event: the 7 whole days before the
+                # start's day, and the demo's clock at the start
                 ticks = [t for _, t in r.zrange(rl.ticks("laplace"), 0, -1, withscores=True)]
-                assert len(ticks) >= 7 * 288 and ticks[-1] == start, (len(ticks), ticks[-1:])
-                assert ticks[0] <= start - 7 * 86400 + 300
-                # the first frame's slot compares against past days (≥ 2 complete ones)
-                first = [json.loads(v) for v in r.hmget(
-                    rl.baseline("laplace"),
-                    [rl.baseline_field(loc.decode(), rl.slot_of(start, 300))
-                     for loc in r.hkeys(rl.latest("laplace"))])]
-                assert first and all(b["n"] >= 6 and b["mu"] is not None for b in first)
+                assert ticks and ticks[-1] == midnight - 300, ticks[-1:]
+                assert len(ticks) == 7 * 288 and ticks[0] == midnight - 7 * 86400
+                assert json.loads(r.get(rl.DEMO_CLOCK))["sim_ts"] == start
             shown = re.search(r"tick Tue (\d\d):(\d\d) UTC", line)
             live = bool(shown) and (int(shown[1]), int(shown[2])) > (8, 30)
         text = "".join(lines)
         assert url is not None, text[-2000:]
-        assert "tick Tue 08:30 UTC" in text, text[-2000:]  # the first frame: the start
-        assert live, text[-2000:]  # then the live stream goes on from it
+        assert live, text[-2000:]  # the live stream goes on past the start
+        # then: the morning up to the start released by the workers, after the week
+        ticks = [t for _, t in r.zrange(rl.ticks("laplace"), 0, -1, withscores=True)]
+        before = [t for t in ticks if t <= start]
+        assert len(before) >= 7 * 288 + 100 and before[0] == midnight - 7 * 86400
+        assert max(b - a for a, b in zip(before, before[1:], strict=False)) <= 600
+        # the slot of the start compares against the week (≥ 6 complete days)
+        first = [json.loads(v) for v in r.hmget(
+            rl.baseline("laplace"), [rl.baseline_field(loc.decode(), rl.slot_of(start, 300))
+                                     for loc in r.hkeys(rl.latest("laplace"))])]
+        assert first and all(b["n"] >= 6 and b["mu"] is not None for b in first)
+        # history and workers never released the same tick (release ids are unique)
+        ids = [json.loads(f[b"data"]).get("release_id") for _, f in r.xrange(rl.LEDGER_STREAM)]
+        assert len(ids) == len(set(ids)) and len(ids) >= len(before)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:

@@ -56,7 +56,7 @@ def test_bulk_history_equals_tick_by_tick(redis_url: str) -> None:
     # event-level Laplace + the thesis MIDE alerts: releases, ledger, alerts, incidents
     s = Settings(site="dbh", mechanisms=("laplace",), secret=b"bulk-history-secret",
                  privacy_unit="event")
-    h = release_history(s, start_ts=START, days=1.5, seed=3)
+    h = release_history(s, start_ts=START, days=1.0, seed=3)
     assert sum(len(o.alerts) for o in h.outs) > 0  # the comparison covers incidents
     client = redis.Redis.from_url(redis_url)
     dumps = []
