@@ -102,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector("body[data-ready='1']", timeout=60_000)
             page.wait_for_selector("#demo-pace:not([hidden])", timeout=30_000)
             page.wait_for_selector("#plan .loc[data-class]", timeout=30_000)
+            from occustream.history import start_of
+
+            _wait("the workers reach the start", lambda: _api(base, token, "api/snapshot")[
+                "tick"] >= start_of(DEFAULT_START))
+            time.sleep(2.0)
             page.click(f"#floors button[data-floor='{floor}']")
             time.sleep(1.0)
             page.screenshot(path=str(args.out / "demo-first-look.png"))
