@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,22 +59,21 @@ def one_start(cache_dir: str, *, pace: bool) -> dict[str, Any]:
         start_new_session=True)
     out: dict[str, Any] = {"load_avg_1min_at_start": round(load, 1)}
     try:
-        base = token = None
+        base = token = start = None
         assert proc.stdout is not None
-        while base is None:
+        while base is None or start is None:
             line = proc.stdout.readline()
             if not line:
                 raise RuntimeError("the demo ended before printing its dashboard URL")
             m = re.search(r"dashboard \(admin\) (http://\S+/)#token=(\S+)", line)
             if m:
                 base, token = m.group(1), m.group(2)
+            p = re.search(r"pace .* from (\S+) ", line)
+            if p:  # the demo's live start (naive ISO = UTC)
+                start = datetime.fromisoformat(p.group(1)).replace(tzinfo=UTC).timestamp()
             h = re.search(r"history: .* \((\d+\.\d) s after start\)", line)
             if h:
                 out["history_written_s"] = float(h.group(1))
-        from occustream.demo import DEFAULT_START
-        from occustream.history import start_of
-
-        start = start_of(DEFAULT_START)
         while True:
             try:
                 snap = _get(f"{base}api/snapshot", token)
