@@ -224,10 +224,8 @@ class _HistoryThread:
         self.cached = False
         self.error: BaseException | None = None
         cache = None if args.cache_dir in ("", "none") else Path(args.cache_dir)
-        # whole days before the live day: the live day (from its midnight) is the
-        # workers' — its device-day budget is charged once, by them
-        end = _midnight(start_of(args.start)) - s.tick_s
-        self._args = (s, end, args.history_days, args.seed, cache)
+        self._args = (s, history_end(start_of(args.start), s.tick_s), args.history_days,
+                      args.seed, cache)
         self._thread = threading.Thread(target=self._run, name="demo-history", daemon=True)
         self._thread.start()
 
@@ -250,6 +248,16 @@ class _HistoryThread:
         if self.error is not None:
             raise self.error
         return write_history(redis_url, self.result)
+
+
+def history_end(start_ts: float, tick_s: float) -> float:
+    """The last history tick: the tick before the start's midnight.
+
+    Whole days before the live day: the live day, from its midnight, is the workers' (the
+    morning is sent to them at full speed), so its device-day budget is charged once, by
+    them, never by the history too.
+    """
+    return _midnight(start_ts) - tick_s
 
 
 def _midnight(ts: float) -> float:

@@ -92,3 +92,21 @@ def test_demo_opens_on_its_start_with_a_week_released_before_it(tmp_path: Path) 
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise
+
+
+def test_history_never_charges_the_live_day() -> None:
+    from dataclasses import replace
+
+    from occustream.demo import history_end
+    from occustream.history import release_history
+    from streams.settings import Settings
+
+    s = replace(Settings(site="dbh", secret=b"live-day-test-secret"), mide=False)  # device-day
+    start = start_of(build_parser().parse_args([]).start)
+    end = history_end(start, s.tick_s)
+    h = release_history(s, start_ts=end, days=0.25, seed=1)
+    live_day = int(start // 86400)
+    days = {int(o.tick // 86400) for o in h.outs}
+    charged = {r["tick"] // 86400 for o in h.outs for r in o.ledger}
+    assert days == {live_day - 1} and charged == {live_day - 1}, (days, charged)
+    assert h.outs[-1].tick == start - start % 86400 - s.tick_s
