@@ -356,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                  "--days", str(args.days), "--start", args.start, "--seed", str(args.seed),
                  "--scenarios", args.scenarios, "--kafka", env["KAFKA_BOOTSTRAP"],
                  "--topic", s.topic("wifi.observations"), "--speed", str(args.speed),
-                 "--redis-url", env["REDIS_URL"]],
+                 "--redis-url", env["REDIS_URL"]]
+                + (["--mechanism", s.mechanisms[0]] if history is not None else []),
                 env, log_dir / "simulator.log"))
             print(f"occustream demo — site {site.name} ({len(site.location_ids)} locations)")
             print(f"  Kafka  {safe_url(svc.kafka_bootstrap)}   Redis {safe_url(svc.redis_url)}")

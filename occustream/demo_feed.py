@@ -57,6 +57,30 @@ class RedisPace:
             log.warning("demo clock not written (%s)", exc)
 
 
+def _wait_for_workers(client: Any, mech: str, start: float, *, timeout_s: float = 60.0,
+                      lag_ticks: int = 2) -> None:
+    """Until the read model holds ``mech``'s ticks up to ``lag_ticks`` before ``start``.
+
+    The quorum clock finalises a tick only when later records arrive, so the last few
+    ticks before the start come with the paced stream; a timeout only logs.
+    """
+    from redis.exceptions import RedisError
+
+    from readmodel.reader import read_latest_tick
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            latest = read_latest_tick(client, mech)
+        except RedisError:
+            latest = None
+        if latest is not None and latest >= start - lag_ticks * 300.0:
+            log.info("workers at %s: pacing from the start", latest)
+            return
+        time.sleep(0.25)
+    log.warning("workers not at the start after %.0f s: pacing anyway", timeout_s)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Arguments (``occustream demo`` passes them)."""
     p = argparse.ArgumentParser(prog="python -m occustream.demo_feed",
@@ -72,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka", required=True)
     p.add_argument("--topic", default="wifi.observations")
     p.add_argument("--redis-url", required=True)
+    p.add_argument("--mechanism", default="",
+                   help="wait until the workers have written this mechanism's ticks up to "
+                        "--start before pacing (the clock and the map start together)")
     return p
 
 
@@ -112,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     # day's budget once), then the rest at the page's pace
     n = produce(ahead, args.kafka, args.topic)
     log.info("sent %d events up to %s at full speed", n, args.start)
+    if args.mechanism:
+        _wait_for_workers(client, args.mechanism, start)
     n = produce(rest, args.kafka, args.topic, speed=args.speed, control=RedisPace(client))
     log.info("sent %d events", n)
     return 0

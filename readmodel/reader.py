@@ -115,6 +115,12 @@ def read_demo_speed(client: Any) -> float | None:
     return speed if speed >= 0 and np.isfinite(speed) else None
 
 
+def read_latest_tick(client: Any, mech: str) -> float | None:
+    """The latest tick written for ``mech`` (sync client), or None."""
+    rows = client.zrevrange(rl.ticks(mech), 0, 0, withscores=True)
+    return float(rows[0][1]) if rows else None
+
+
 class ReadModel:
     """Async reads of the read model for one site (a ``redis.asyncio.Redis`` client)."""
 
