@@ -45,6 +45,7 @@ from typing import Any
 from aiohttp import web
 
 from dashboards import cube as cube_api
+from dashboards import demo_control as demo_control_routes
 from dashboards import game, hardening
 from dashboards.broker import Broker, sse_message
 from dashboards.openapi import allowed_query_parameters, spec
@@ -403,6 +404,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 def create_app(
     site: Site, redis_url: str, tokens: Tokens, *, mechanisms_allowed: list[str] | None = None,
     webhooks: list[Any] | None = None, max_sse_clients: int = hardening.MAX_SSE_CLIENTS,
+    demo_control: bool = False,
 ) -> web.Application:
     """Build the aiohttp application.
 
@@ -413,6 +415,8 @@ def create_app(
         mechanisms_allowed: show only these mechanisms (default: all found in Redis).
         webhooks: :class:`dashboards.webhooks.WebhookDispatcher` objects to run with the app.
         max_sse_clients: live-update streams served at once; more get 503.
+        demo_control: let the page change ``occustream demo``'s pace
+            (:mod:`dashboards.demo_control`).
 
     Serve it with :func:`dashboards.hardening.server_options` (header read timeout).
     """
@@ -477,6 +481,7 @@ def create_app(
     r.add_get("/api/events", events)
     game.register(app, site, lambda a: a[RM].client)  # IoT-DETECTIVE: /game, /api/game/*
     cube_api.register(r, RM)  # /api/histogram, /api/histogram/{day}
+    demo_control_routes.register(app, RM, ROLE_KEY, enabled=demo_control)
     r.add_static("/static", STATIC, append_version=True)
     return app
 
@@ -587,7 +592,9 @@ def main(argv: list[str] | None = None) -> int:
             source = "alerts" if args.webhook_decisions else "incidents"
             hooks = [WebhookDispatcher(url, u, secret, source=source) for u in args.webhook]
         app = create_app(the_site, url, tokens, mechanisms_allowed=mechs, webhooks=hooks,
-                         max_sse_clients=args.max_sse_clients)
+                         max_sse_clients=args.max_sse_clients,
+                         demo_control=os.environ.get("OCCUSTREAM_DEMO", "").lower()
+                         in ("1", "true", "yes"))
         if generated:  # tokens go to the terminal only, never to the log
             log.warning("OCCUSTREAM_ANALYST_TOKEN / OCCUSTREAM_ADMIN_TOKEN unset: tokens "
                         "generated (printed on stdout, not logged)")

@@ -38,6 +38,12 @@ def allowed_query_parameters() -> dict[str, frozenset[str]]:
     return out
 
 
+def _demo_paths() -> dict[str, Any]:
+    from dashboards.demo_control import openapi_paths
+
+    return openapi_paths()
+
+
 def spec(server_url: str = "/") -> dict[str, Any]:
     """The OpenAPI document.
 
@@ -175,6 +181,7 @@ def _spec(server_url: str) -> dict[str, Any]:
                                       "content": {"text/event-stream": {
                                           "schema": {"type": "string"}}}},
                               "401": _ERR}}},
+            **_demo_paths(),
         },
         "components": {
             "securitySchemes": {

@@ -6,7 +6,10 @@ history, so colouring a released value costs nothing more.
 Colour classes 1..10 per (location, tick): class 10 above μ+2σ, class 1 below μ−2σ,
 and the range (μ−2σ, μ+2σ) split into 8 equal bins for classes 2..9. Boundary values
 go to the upper class (a value exactly at μ+2σ is class 10; exactly at μ−2σ is class 2).
-σ = 0 (a location that never changed): a value at or above μ is class 10, below μ class 1.
+σ = 0 (a location that never changed): a value above μ is class 10, below μ class 1, and
+exactly μ class 6 — the class μ has whenever σ > 0 (the boundary between the two middle
+bins goes up): the usual value is coloured as usual (a room empty all week and empty now
+is not "far above usual").
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ def colour_class(values: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.nd
     width = 4 * sigma
     with np.errstate(divide="ignore", invalid="ignore"):
         inner = np.floor((v - lo) / np.where(width > 0, width, 1.0) * 8).astype(np.int64) + 2
-    cls = np.where(v < lo, 1, np.where(v >= mu + 2 * sigma, 10, np.clip(inner, 2, 9)))
+    flat = width <= 0
+    inner = np.where(flat, N_COLOURS // 2 + 1, inner)  # σ = 0 and v = μ: μ's class
+    top = np.where(flat, v > mu, v >= mu + 2 * sigma)
+    cls = np.where(v < lo, 1, np.where(top, 10, np.clip(inner, 2, 9)))
     return cls.astype(np.int64)
 
 

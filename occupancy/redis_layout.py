@@ -43,6 +43,10 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``incidents:state`` — string (internal), the incident state machine's JSON state
 * ``webhook:{name}:incidents:cursor`` / ``webhook:{name}:incidents:dlq`` — the same as
   the two above for a subscriber of the incident lifecycle
+* ``demo:speed`` — string, JSON ``{"speed", "ts", "role"}``: the pace the demo's page
+  asks for (simulated s per wall s, 0 = paused); read by ``occustream demo``'s producer
+* ``demo:clock`` — string, JSON ``{"sim_ts", "speed", "wall_ts"}``: the demo producer's
+  simulated "now" and pace, about once a second (the page's clock)
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ INCIDENTS_STATE = "incidents:state"
 GAME_LEADERBOARD = "game:leaderboard"
 GAME_ROUNDS = "game:rounds"
 GAME_TRACES = "game:traces"
+DEMO_SPEED = "demo:speed"
+DEMO_CLOCK = "demo:clock"
 
 
 def latest(mech: str) -> str:

@@ -18,11 +18,13 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import secrets
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,9 @@ from streams.settings import add_arguments, load_settings
 
 log = logging.getLogger("occustream.demo")
 
+#: The live start of ``make demo``: Tuesday 2026-01-13, 08:30 building time.
+DEFAULT_START = "2026-01-13T08:30"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``occustream demo`` argument parser."""
@@ -43,15 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
         "print live released occupancy and alerts. Ctrl-C stops everything.",
     )
     p.add_argument("--days", type=float, default=1.0,
-                   help="simulated days (default 1: the injected over-capacity crowd alerts "
-                        "within two minutes; use 7 so that from day 2 on the heatmap colours "
-                        "against the usual occupancy of past days — the first crowd is then "
-                        "on day 3)")
-    p.add_argument("--start", default="2026-01-05T00:00",
-                   help="first simulated instant (default Monday 2026-01-05 00:00 UTC; the "
-                   "injected over-capacity crowds are at 10:00 and 15:00)")
-    p.add_argument("--speed", type=float, default=600.0,
-                   help="simulated seconds per wall second (default 600: two 5-min ticks/s)")
+                   help="simulated days played live from --start (default 1; the injected "
+                        "over-capacity crowds are on the first day, 10:00 and 15:00)")
+    p.add_argument("--start", default=DEFAULT_START,
+                   help="first live simulated instant, building time = UTC (default "
+                        f"{DEFAULT_START}: a Tuesday morning, so the lounge crowd opens an "
+                        "incident about 3 minutes into watching at ×30 and it resolves a "
+                        "couple of minutes later)")
+    p.add_argument("--speed", type=float, default=30.0,
+                   help="initial pace: simulated seconds per wall second (default 30: a "
+                        "5-min tick every 10 s); the page's speed control changes it")
     p.add_argument("--seed", type=int, default=1, help="simulator seed (default 1)")
     p.add_argument("--scenarios", default="overcapacity,malformed",
                    help="simulator scenarios (default overcapacity,malformed)")
@@ -62,16 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this many wall seconds (default 0: until Ctrl-C)")
     p.add_argument("--show", type=int, default=12,
                    help="locations shown per refresh (default 12, busiest first)")
-    p.add_argument("--history-days", type=float, default=0.0,
-                   help="release this many simulated days before --start into the read model "
-                        "first (the usual population, through the pipeline's release stage "
-                        "and writer), so colours compare against the usual day from the first "
-                        "frame; e.g. --history-days 7 --start 2026-01-12T07:00 --speed 60 "
-                        "(default 0: none)")
+    p.add_argument("--history-days", type=float, default=7.0,
+                   help="release this many simulated days before the day of --start into the "
+                        "read model first (the usual population, through the pipeline's "
+                        "release stage, charged to its accountant, and the read model's "
+                        "writer), so colours compare against the usual day from the first "
+                        "frame; the start's day up to --start is then sent to the workers "
+                        "at full speed (default 7; 0: none, the page colours by share of "
+                        "capacity until a day is complete)")
+    p.add_argument("--cache-dir", default=str(_default_cache()),
+                   help="where released history is kept for the next start (keyed by the "
+                        "settings, secret, window, seed and code; 'none': never cached)")
+    p.add_argument("--synthetic", action="store_true",
+                   help="no pipeline: the dashboard alone on a week of made-up values "
+                        "(occustream dashboard --synthetic)")
     p.add_argument("--log-dir", type=Path, default=None,
                    help="where child logs go (default a temp dir)")
     add_arguments(p)
     return p
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "occustream"
 
 
 def _port_free(port: int) -> bool:
@@ -189,6 +208,73 @@ def _check_args(args: argparse.Namespace) -> None:
             raise InvalidParameterError(f"{name} must be >= {low}, not {value!r}")
 
 
+class _HistoryThread:
+    """The week behind the demo, released in a thread while the services start.
+
+    Release is CPU only (:func:`occustream.history.release_history`); writing needs Redis
+    and waits for :meth:`write`.
+    """
+
+    def __init__(self, s: Any, args: argparse.Namespace) -> None:
+        import threading
+
+        from occustream.history import start_of
+
+        self.result: Any = None
+        self.cached = False
+        self.error: BaseException | None = None
+        cache = None if args.cache_dir in ("", "none") else Path(args.cache_dir)
+        self._args = (s, history_end(start_of(args.start), s.tick_s), args.history_days,
+                      args.seed, cache)
+        self._thread = threading.Thread(target=self._run, name="demo-history", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from occustream.history import release_history_cached
+
+        s, start_ts, days, seed, cache = self._args
+        try:
+            # the live seed: the same people and timetable, so the usual day is theirs
+            self.result, self.cached = release_history_cached(
+                s, start_ts=start_ts, days=days, seed=seed, cache_dir=cache)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            self.error = exc
+
+    def write(self, redis_url: str) -> dict[str, Any]:
+        """Wait for the release, write it through the read model's writer."""
+        from occustream.history import write_history
+
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return write_history(redis_url, self.result)
+
+
+def history_end(start_ts: float, tick_s: float) -> float:
+    """The last history tick: the tick before the start's midnight.
+
+    Whole days before the live day: the live day, from its midnight, is the workers' (the
+    morning is sent to them at full speed), so its device-day budget is charged once, by
+    them, never by the history too.
+    """
+    return _midnight(start_ts) - tick_s
+
+
+def _midnight(ts: float) -> float:
+    """The (UTC = building time) midnight before ``ts``."""
+    return ts - ts % 86400.0
+
+
+def _start_clock(r: Any, start_ts: float, speed: float) -> None:
+    """The demo's clock at its start and the initial pace (the page shows both at once)."""
+    from readmodel.writer import queue_demo_clock, queue_demo_speed
+
+    pipe = r.pipeline(transaction=False)
+    queue_demo_speed(pipe, speed)
+    queue_demo_clock(pipe, start_ts, speed)
+    pipe.execute()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``occustream demo``."""
     import tempfile
@@ -196,17 +282,30 @@ def main(argv: list[str] | None = None) -> int:
     import redis
 
     from occupancy.buildings import load_site
+    from occustream.history import start_of
     from streams.app import pipeline_topics
 
     args = build_parser().parse_args(argv)
     _check_args(args)
+    if args.synthetic:
+        from dashboards.app import main as dashboard
+
+        port = args.dashboard_port if args.dashboard_port > 0 else 0
+        return dashboard(["--synthetic", "--port", str(port)]
+                         + (["--building", args.set_site] if args.set_site else []))
     for noisy in ("kafka", "aiokafka"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overrides = {}
     if args.set_idle_s is None and "OCCUSTREAM_IDLE_S" not in os.environ:
         overrides["idle_s"] = 2.0  # accelerated time: unblock quiet partitions quickly
     s = load_settings(args, demo=True, overrides=overrides)  # warns about the dev secret
+    if args.set_retention_ticks is None and "OCCUSTREAM_RETENTION_TICKS" not in os.environ:
+        # keep the whole history and the live days in the series (not only the last 7 days)
+        keep = int(math.ceil((args.history_days + args.days + 1) * 86400 / s.tick_s))
+        s = replace(s, retention_ticks=max(s.retention_ticks, keep))
     site = load_site(s.site)
+    t_start = time.monotonic()
+    history = _HistoryThread(s, args) if args.history_days > 0 else None
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="occustream-demo-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
@@ -221,12 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         if s.state_redis_url:
             env["OCCUSTREAM_STATE_REDIS_URL"] = s.state_redis_url
         try:
-            if args.history_days > 0:
-                from occustream.history import backfill, start_of
-
-                print(f"writing {args.history_days:g} days of released history…", flush=True)
-                backfill(env["REDIS_URL"], s, start_ts=start_of(args.start),
-                         days=args.history_days, seed=args.seed + 1)
+            r = redis.Redis.from_url(env["REDIS_URL"])
+            _start_clock(r, start_of(args.start), args.speed)
             for i in range(max(args.workers, 1)):
                 procs.append(_spawn([sys.executable, "-m", "occustream.worker"], env,
                                     log_dir / f"worker-{i}.log"))
@@ -250,11 +345,19 @@ def main(argv: list[str] | None = None) -> int:
                     dash_url = f"http://127.0.0.1:{port}/"
                 except ImportError:
                     log.info("no dashboard installed")
+            if history is not None:
+                print(f"{args.history_days:g} days of history…", flush=True)
+                got = history.write(env["REDIS_URL"])
+                how = "loaded from the cache" if history.cached else "released"
+                print(f"  history: {got['ticks']} ticks {how} and written "
+                      f"({time.monotonic() - t_start:.1f} s after start)", flush=True)
             procs.append(_spawn(
-                [sys.executable, "-m", "occustream.cli", "simulate", "--building", s.site,
+                [sys.executable, "-m", "occustream.demo_feed", "--building", s.site,
                  "--days", str(args.days), "--start", args.start, "--seed", str(args.seed),
                  "--scenarios", args.scenarios, "--kafka", env["KAFKA_BOOTSTRAP"],
-                 "--topic", s.topic("wifi.observations"), "--speed", str(args.speed), "-q"],
+                 "--topic", s.topic("wifi.observations"), "--speed", str(args.speed),
+                 "--redis-url", env["REDIS_URL"]]
+                + (["--mechanism", s.mechanisms[0]] if history is not None else []),
                 env, log_dir / "simulator.log"))
             print(f"occustream demo — site {site.name} ({len(site.location_ids)} locations)")
             print(f"  Kafka  {safe_url(svc.kafka_bootstrap)}   Redis {safe_url(svc.redis_url)}")
@@ -270,9 +373,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"  privacy EVENT-LEVEL only: ε {s.epsilon_per_tick():g} per tick; a device "
                       f"present all day loses ε {s.epsilon_per_day():.1f}")
+            print(f"  pace   ×{args.speed:g} from {args.start} (change it on the page: "
+                  "Pause ×1 ×10 ×30 ×120 ×600)")
             print(f"  logs   {log_dir}")
             print("  Ctrl-C to stop\n", flush=True)
-            r = redis.Redis.from_url(env["REDIS_URL"])
             names = {loc.id: loc.name for loc in site.locations}
             capacity = {loc.id: loc.capacity for loc in site.locations}
             mech = s.mechanisms[0]

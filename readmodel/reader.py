@@ -136,6 +136,22 @@ async def game_traces(client: Any, count: int | None = None) -> list[dict[str, A
     return out
 
 
+def read_demo_speed(client: Any) -> float | None:
+    """The pace the demo's page asks for (``demo:speed``), or None (sync client)."""
+    doc = _loads(client.get(rl.DEMO_SPEED))
+    try:
+        speed = float(doc["speed"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return speed if speed >= 0 and np.isfinite(speed) else None
+
+
+def read_latest_tick(client: Any, mech: str) -> float | None:
+    """The latest tick written for ``mech`` (sync client), or None."""
+    rows = client.zrevrange(rl.ticks(mech), 0, 0, withscores=True)
+    return float(rows[0][1]) if rows else None
+
+
 class ReadModel:
     """Async reads of the read model for one site (a ``redis.asyncio.Redis`` client)."""
 
@@ -430,6 +446,17 @@ class ReadModel:
         return [public_incident_event(_s(i), f.get(b"data", f.get("data"))) for i, f in rows]
 
     # -- privacy ledger (admin only) -----------------------------------------------------
+    async def demo_clock(self) -> dict[str, Any] | None:
+        """The demo's clock: simulated now, pace, the pace asked for; None outside a demo."""
+        clock, want = await self.client.mget(rl.DEMO_CLOCK, rl.DEMO_SPEED)
+        doc = _loads(clock)
+        if not isinstance(doc, dict):
+            return None
+        asked = _loads(want)
+        return {"sim_ts": doc.get("sim_ts"), "speed": doc.get("speed"),
+                "wall_ts": doc.get("wall_ts"),
+                "requested": asked.get("speed") if isinstance(asked, dict) else None}
+
     async def ledger(self) -> dict[str, Any]:
         """ε spent per mechanism and day, and the per-device-day cumulative loss.
 

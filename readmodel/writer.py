@@ -174,6 +174,18 @@ def queue_dlq_counts(pipe: Any, app_id: str, partition: int, counts: Mapping[str
                   mapping={f"p{partition}:{k}": v for k, v in counts.items()})
 
 
+def queue_demo_speed(pipe: Any, speed: float, role: str = "demo") -> None:
+    """Queue the pace the demo's page asks for (``demo:speed``; 0 = paused)."""
+    pipe.set(rl.DEMO_SPEED, json.dumps({"speed": float(speed), "ts": time.time(),
+                                        "role": role}))
+
+
+def queue_demo_clock(pipe: Any, sim_ts: float, speed: float) -> None:
+    """Queue the demo producer's simulated "now" and pace (``demo:clock``)."""
+    pipe.set(rl.DEMO_CLOCK, json.dumps({"sim_ts": float(sim_ts), "speed": float(speed),
+                                        "wall_ts": time.time()}))
+
+
 class CacheWriter:
     """Writes released ticks to Redis (``redis.asyncio`` client)."""
 
@@ -288,6 +300,94 @@ class CacheWriter:
         for mech in mechs:
             queue_update(tx, mech, tick)
         await tx.execute()
+
+    async def write_history(self, outs: Sequence[TickOutput], *, chunk: int = 288) -> None:
+        """Write many final ticks (in tick order) in bulk: what :meth:`write_tick` leaves.
+
+        For a read model no worker writes yet (``occustream demo``'s week of history,
+        written before its workers start): the done flags are read once instead of under
+        WATCH per tick, baselines and the incident machine are folded in memory with the
+        same functions (:func:`_baseline_update`, :func:`occupancy.incidents.step`), and
+        ``chunk`` ticks go in one MULTI/EXEC — the same keys, documents, ledger and
+        alerts as tick by tick (``tests/readmodel/test_write_history.py`` compares them),
+        about ten times fewer round trips. No evaluation-mode true counts.
+        """
+        if not outs:
+            return
+        outs = sorted(outs, key=lambda o: o.tick)
+        rel_mechs = sorted({rel.mechanism for o in outs for rel in o.releases})
+        ledger_mechs = sorted({r["mechanism"] for o in outs for r in o.ledger} | {"mide"}
+                              | set(rel_mechs))
+        await self._migrate_done(ledger_mechs)
+        lo, hi = outs[0].tick, outs[-1].tick
+        pipe = self.r.pipeline(transaction=False)
+        for m in ledger_mechs:
+            pipe.zrangebyscore(rl.release_done(m), lo, hi, withscores=True)
+        slots = sorted({rl.slot_of(o.tick, self.tick_s) for o in outs})
+        fields = [rl.baseline_field(loc, slot) for slot in slots for loc in self.locations]
+        for m in rel_mechs:
+            pipe.hmget(rl.baseline(m), fields)
+        pipe.get(rl.INCIDENTS_STATE)
+        got = await pipe.execute()
+        done = {m: {float(sc) for _, sc in rows}
+                for m, rows in zip(ledger_mechs, got[:len(ledger_mechs)], strict=True)}
+        base = {m: dict(zip(fields, cur, strict=True))
+                for m, cur in zip(rel_mechs, got[len(ledger_mechs):-1], strict=True)}
+        incident_state = got[-1]
+        for i in range(0, len(outs), chunk):
+            part = outs[i:i + chunk]
+            tx = self.r.pipeline(transaction=True)
+            changed: dict[str, dict[str, str]] = {m: {} for m in rel_mechs}
+            for m in rel_mechs:
+                rows = [(o.tick, rel.values) for o in part for rel in o.releases
+                        if rel.mechanism == m]
+                queue_history(tx, m, [t for t, _ in rows], self.locations,
+                              [list(v) for _, v in rows])
+            for out in part:
+                tick, tj = out.tick, _tick_json(out.tick)
+                slot, day = rl.slot_of(tick, self.tick_s), _day(tick)
+                released = {rel.mechanism for rel in out.releases}
+                for rel in out.releases:
+                    m = rel.mechanism
+                    if tick in done[m]:
+                        continue
+                    tx.zadd(rl.release_done(m), {str(tj): tick})
+                    keys = [rl.baseline_field(loc, slot) for loc in self.locations]
+                    new = _baseline_update(self.locations, slot, _day_index(tick), rel.values,
+                                           [base[m][k] for k in keys])
+                    base[m].update(new)
+                    changed[m].update(new)
+                for rec in out.ledger:
+                    m = rec["mechanism"]
+                    if tick in done.get(m, ()):
+                        continue
+                    if m not in released and m != "mide":
+                        tx.zadd(rl.release_done(m), {str(tj): tick})
+                    queue_ledger(tx, rec, day)
+                if tick not in done["mide"] and (out.alerts or any(
+                        r["mechanism"] == "mide" for r in out.ledger)):
+                    tx.zadd(rl.release_done("mide"), {str(tj): tick})
+                    for alert in out.alerts:
+                        queue_alert(tx, {**alert, "tick": tj})
+                    step = self._incident_step(out, incident_state)
+                    queue_incident_step(tx, step)
+                    incident_state = json.dumps(step.state)
+                if getattr(out, "privacy", None):
+                    tx.set(rl.PRIVACY_STATUS, json.dumps(out.privacy, sort_keys=True))
+            for m, fields_m in changed.items():
+                if fields_m:
+                    queue_baselines(tx, m, fields_m)
+            last = part[-1].tick
+            cut = f"({last - self.retention_s}"
+            for m in rel_mechs:
+                for loc in self.locations:
+                    tx.zremrangebyscore(rl.series(m, loc), "-inf", cut)
+                tx.zremrangebyscore(rl.ticks(m), "-inf", cut)
+            for m in ledger_mechs:
+                tx.zremrangebyscore(rl.release_done(m), "-inf", cut)
+            for m in rel_mechs:
+                queue_update(tx, m, last)
+            await tx.execute()
 
     def _incident_step(self, out: TickOutput, raw_state: Any) -> inc.Step:
         """The incident state machine's step for this tick (peaks from the first release)."""

@@ -6,7 +6,10 @@ or plain event dicts / JSON strings, and sends them:
 
 * as fast as possible (default), or
 * paced: ``speed`` simulated seconds per wall second (``speed=60``: one simulated
-  minute per second) and/or at most ``max_rate`` records per second.
+  minute per second) and/or at most ``max_rate`` records per second;
+* paced by a :class:`PaceControl` (the demo's speed control): its speed is read about
+  four times a second and may change (0 = paused) while records are being sent, and the
+  producer's simulated "now" is reported back to it about once a second.
 
 Two engines: ``"aiokafka"`` (default) fills record batches itself — values are
 pre-serialised, partitions computed once per key with Kafka's murmur2 partitioner
@@ -25,7 +28,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from infra.services import TOPICS, create_topics, running_services
 from mechanisms.errors import InvalidParameterError, ServiceError
@@ -38,6 +41,10 @@ ENGINES = ("aiokafka", "kafka-python")
 MAX_IN_FLIGHT = 16
 #: Pacing granularity: records between two clock checks.
 PACE_EVERY = 200
+#: Wall seconds between two reads of a :class:`PaceControl` (and the longest sleep).
+CONTROL_POLL_S = 0.25
+#: Wall seconds between two reports of the simulated "now" to a :class:`PaceControl`.
+REPORT_EVERY_S = 1.0
 
 Record = tuple[bytes | None, bytes, float]
 
@@ -90,29 +97,85 @@ def as_records(events: Iterable[Any]) -> Iterator[Record]:
         yield key, value, last
 
 
-class _Pacer:
-    """Sleeps so that records go out at ``speed`` × real time and ≤ ``max_rate``/s."""
+class PaceControl(Protocol):
+    """The port through which a running producer's pace is changed and its clock shown.
 
-    def __init__(self, speed: float | None, max_rate: float | None) -> None:
+    The simulator knows nothing of where the speed comes from (the demo reads a key
+    the dashboard writes; a test may use a plain object).
+    """
+
+    def speed(self) -> float | None:
+        """The wanted speed (simulated s per wall s; 0 = paused), or None: unchanged."""
+        ...
+
+    def report(self, sim_ts: float, speed: float) -> None:
+        """The producer's simulated "now" (epoch s) and its current speed."""
+        ...
+
+
+class _Pacer:
+    """Sleeps so that records go out at ``speed`` × real time and ≤ ``max_rate``/s.
+
+    With a ``control``, the speed is re-read every :data:`CONTROL_POLL_S` and a change
+    re-anchors the schedule at the current simulated instant (what was already sent
+    stays sent; the rest follows the new speed); speed 0 pauses.
+    """
+
+    def __init__(self, speed: float | None, max_rate: float | None,
+                 control: PaceControl | None = None) -> None:
         if speed is not None and not speed > 0:
             raise InvalidParameterError(f"speed must be > 0, not {speed!r}")
         if max_rate is not None and not max_rate > 0:
             raise InvalidParameterError(f"max_rate must be > 0, not {max_rate!r}")
-        self.speed, self.max_rate = speed, max_rate
+        if control is not None and speed is None:
+            raise InvalidParameterError("speed must be set with a pace control, not None")
+        self.speed, self.max_rate, self.control = speed, max_rate, control
         self.active = speed is not None or max_rate is not None
+        self.every = 1 if control is not None else PACE_EVERY
         self.wall0 = time.monotonic()
         self.sim0: float | None = None
+        # the speed schedule: at wall time anchor_wall the simulated time was anchor_sim
+        self.anchor_wall = self.wall0
+        self.anchor_sim: float | None = None
+        self._polled = self._reported = -1e18
+
+    def now_sim(self, wall: float | None = None) -> float | None:
+        """The simulated instant the schedule is at (None before the first record)."""
+        if self.anchor_sim is None or self.speed is None:
+            return None
+        wall = time.monotonic() if wall is None else wall
+        return self.anchor_sim + (wall - self.anchor_wall) * self.speed
+
+    def _poll(self, wall: float) -> None:
+        if self.control is None or wall - self._polled < CONTROL_POLL_S:
+            return
+        self._polled = wall
+        want = self.control.speed()
+        if want is not None and want >= 0 and want != self.speed:
+            self.anchor_sim = self.now_sim(wall)
+            self.anchor_wall = wall
+            log.info("pace: %g → %g simulated s per wall s", self.speed, want)
+            self.speed = want
+        if wall - self._reported >= REPORT_EVERY_S and self.anchor_sim is not None:
+            self._reported = wall
+            self.control.report(float(self.now_sim(wall) or 0.0), float(self.speed or 0.0))
 
     def delay(self, count: int, arrival: float) -> float:
         """Seconds to wait before sending record number ``count`` arriving at ``arrival``."""
+        wall = time.monotonic()
         target = 0.0
         if self.speed is not None:
             if self.sim0 is None:
-                self.sim0 = arrival
-            target = max(target, (arrival - self.sim0) / self.speed)
+                self.sim0 = self.anchor_sim = arrival
+                self.anchor_wall = wall
+            self._poll(wall)
+            if self.speed == 0:
+                return CONTROL_POLL_S  # paused: ask again
+            target = self.anchor_wall - self.wall0 + (arrival - self.anchor_sim) / self.speed
         if self.max_rate is not None:
             target = max(target, count / self.max_rate)
-        return target - (time.monotonic() - self.wall0)
+        wait = target - (wall - self.wall0)
+        return min(wait, CONTROL_POLL_S) if self.control is not None else wait
 
 
 def produce(
@@ -125,6 +188,7 @@ def produce(
     engine: str = "aiokafka",
     progress: bool = False,
     total: int | None = None,
+    control: PaceControl | None = None,
 ) -> int:
     """Send records to ``topic``; return how many were sent (all acknowledged).
 
@@ -137,13 +201,15 @@ def produce(
         engine: ``"aiokafka"`` (batched send_batch, fastest) or ``"kafka-python"``.
         progress: show a progress bar on stderr.
         total: number of records, for the progress bar.
+        control: changes ``speed`` while sending and hears the simulated "now"
+            (needs ``speed``; see :class:`PaceControl`).
 
     Raises:
         ServiceError: the broker cannot be reached or refuses the records.
     """
     if engine not in ENGINES:
         raise InvalidParameterError(f"engine must be one of {ENGINES}, not {engine!r}")
-    pacer = _Pacer(speed, max_rate)
+    pacer = _Pacer(speed, max_rate, control)
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=f"→ {topic}", unit="ev", unit_scale=True,
@@ -172,11 +238,13 @@ def _produce_kafka_python(records: Iterator[Record], bootstrap: str, topic: str,
     try:
         send = producer.send
         for key, value, arrival in records:
-            if pacer.active and n % PACE_EVERY == 0:
+            if pacer.active and n % pacer.every == 0:
                 wait = pacer.delay(n, arrival)
                 if wait > 0:
                     producer.flush()
+                while wait > 0:
                     time.sleep(wait)
+                    wait = pacer.delay(n, arrival) if pacer.control is not None else 0.0
             send(topic, key=key, value=value)
             n += 1
             if n % 10_000 == 0:
@@ -224,12 +292,14 @@ async def _produce_aiokafka(records: Iterator[Record], bootstrap: str, topic: st
 
         rr = 0
         for key, value, arrival in records:
-            if pacer.active and n % PACE_EVERY == 0:
+            if pacer.active and n % pacer.every == 0:
                 wait = pacer.delay(n, arrival)
                 if wait > 0:
                     for p in list(batches):
                         await ship(p)
+                while wait > 0:
                     await asyncio.sleep(wait)
+                    wait = pacer.delay(n, arrival) if pacer.control is not None else 0.0
             if key is None:
                 p = partitions[rr % n_part]
                 rr += 1

@@ -14,8 +14,10 @@ Scenarios (all switchable with :class:`Scenarios`), placed deterministically:
 * ``overcapacity``: per building, two crowds of ``ceil(1.3 · capacity) + 1`` extra
   devices, exactly during ``[t0, t1)`` (tick-aligned): the median-capacity classroom
   on day 3 (Wednesday) 15:00–16:00, and the smallest lounge on day 4 (Thursday)
-  10:00–10:30 (earlier days when the simulation is shorter). Normal use stays below
-  capacity, so in the oracle a location exceeds its capacity exactly then.
+  10:00–10:30 (earlier days when the simulation is shorter; both on day
+  ``Scenarios.crowd_day`` and ``crowd_minutes`` long when set: the demo's live day, an
+  hour each). Normal use stays below capacity, so in the oracle a location exceeds its
+  capacity exactly then.
 * ``broken_ap``: the busiest single-AP classroom's AP of the first building stops
   reporting from day 2 (Tuesday) 12:00 to the end (its events are dropped).
 * ``weekly_meeting``: every Tuesday 10:00–11:00, the same eight faculty members
@@ -97,8 +99,20 @@ class Scenarios:
     weekly_meeting: bool = True
     malformed_rate: float = 0.0
     overcapacity_factor: float = 1.3
+    #: the day (0 = the first simulated day) of both crowds; None: days 2 and 3 as above
+    crowd_day: int | None = None
+    #: how long both crowds stay (minutes); None: 60 (classroom) and 30 (lounge)
+    crowd_minutes: float | None = None
 
     def __post_init__(self) -> None:
+        if self.crowd_day is not None and (isinstance(self.crowd_day, bool)
+                                           or not isinstance(self.crowd_day, int)
+                                           or self.crowd_day < 0):
+            raise InvalidParameterError(
+                f"crowd_day must be None or an integer >= 0, not {self.crowd_day!r}")
+        if self.crowd_minutes is not None and not 5 <= self.crowd_minutes <= 300:
+            raise InvalidParameterError(
+                f"crowd_minutes must be None or in [5, 300], not {self.crowd_minutes!r}")
         if not 0.0 <= self.malformed_rate < 1.0:
             raise InvalidParameterError(
                 f"malformed_rate must be in [0, 1), not {self.malformed_rate!r}"
@@ -500,8 +514,12 @@ def _inject_overcapacity(plan: BuildingPlan, site: Site, scen: Scenarios,
     """
     lounges = sorted(plan.by_kind.get("lounge", []) or plan.by_kind.get("public", []),
                      key=lambda i: (plan.cap[i], i))
-    picks = [(_median_classroom(plan), min(2, win.n_days - 1), 15.0, 60.0),
-             (lounges[0] if lounges else None, min(3, win.n_days - 1), 10.0, 30.0)]
+    days = ((min(2, win.n_days - 1), min(3, win.n_days - 1)) if scen.crowd_day is None
+            else (scen.crowd_day, scen.crowd_day))
+    minutes = ((60.0, 30.0) if scen.crowd_minutes is None
+               else (scen.crowd_minutes, scen.crowd_minutes))
+    picks = [(_median_classroom(plan), days[0], 15.0, minutes[0]),
+             (lounges[0] if lounges else None, days[1], 10.0, minutes[1])]
     records = []
     for loc, day, hour, minutes in picks:
         if loc is None:

@@ -39,7 +39,8 @@ def test_demo_shows_releases_and_alerts_then_stops_cleanly(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.Popen(
         [sys.executable, "-m", "occustream.cli", "demo", "--dashboard-port", "-1",
-         "--log-dir", str(tmp_path), "--speed", "900"],
+         "--log-dir", str(tmp_path), "--speed", "900", "--history-days", "0",
+         "--start", "2026-01-05T00:00", "--cache-dir", "none"],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
     lines: list[str] = []
