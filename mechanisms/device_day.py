@@ -475,6 +475,26 @@ def alert_alpha(sigma: float, beta: float) -> float:
     return 2.0 * _z(beta) * check_positive("sigma", sigma)
 
 
+def monitorable(thresholds: np.ndarray | list[float], sigma: float, beta: float) -> np.ndarray:
+    """Which locations the hourly test can watch usefully: threshold T ≥ α (public).
+
+    With the decision of :func:`threshold_alerts` an EMPTY location fires with
+    probability P[Z ≥ T − z_{1−β}σ], which is ≤ β only when T ≥ α = 2·z_{1−β}·σ
+    (:func:`alert_alpha`). Below that the test is mostly noise: a 22-seat room under
+    the default day budget (σ ≈ 20, α ≈ 65) fires in ~3 of 4 empty hours, so a
+    facility manager would get an incident almost every hour. Such rooms are reported
+    as not monitored at this budget instead of alerting (the released noisy counts are
+    unchanged; this is post-processing of public T, σ, β). For the watched rooms
+    both rates hold: FNR ≤ β at c ≥ T, false alarms ≤ β at c ≤ T − α (so also empty).
+
+    Args:
+        thresholds: public thresholds (capacity × factor) per location.
+        sigma: σ of the alert noise.
+        beta: false-negative-rate bound, in (0, 0.5).
+    """
+    return np.asarray(thresholds, dtype=float) >= alert_alpha(sigma, beta)
+
+
 def threshold_alerts(
     counts: np.ndarray | list[int],
     thresholds: np.ndarray | list[float],

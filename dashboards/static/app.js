@@ -349,6 +349,14 @@
     head.title = p.unit_text ? "unit of privacy: " + p.unit_text : "";
     return p;
   }
+  // rooms whose threshold is below the alert width α are not watched (an empty room
+  // would fire most hours): say which, so nobody relies on a silent small room
+  function alertCoverage(p) {
+    if (p.alerts_alpha === undefined) return "";
+    const off = p.alerts_unmonitored || [];
+    return `<dt>fire-code alerts</dt><dd id="alerts-coverage">watch rooms whose threshold is ≥ α = ${num(p.alerts_alpha, 0)} people` +
+      (off.length ? `; ${off.length} smaller room${off.length > 1 ? "s" : ""} not watched at this budget (${esc(off.join(", "))})` : "") + `</dd>`;
+  }
   function renderBudget(p) {
     if (!p || !p.unit) { $("budget").innerHTML = ""; return; }
     const dd = p.unit === "device-day";
@@ -358,7 +366,7 @@
          <dt>δ</dt><dd id="delta">${esc(Number(p.delta).toExponential(0))}</dd>
          <dt>ε spent today</dt><dd id="eps-spent">${num(p.epsilon_spent_today, 3)}</dd>
          <dt>projected for the day</dt><dd id="eps-proj">${num(p.epsilon_projected_day, 3)}</dd>
-         <dt>releases</dt><dd>${esc((p.releases || []).join(", "))}</dd></dl>`
+         <dt>releases</dt><dd>${esc((p.releases || []).join(", "))}</dd>${alertCoverage(p)}</dl>`
       : `<dl class="budget" data-unit="event"><dt>Unit</dt><dd>${esc(p.unit_text)}</dd>
          <dt>ε per tick</dt><dd>${num(p.epsilon_tick, 2)}</dd>
          <dt>a device present all day</dt><dd>ε ${num(p.epsilon_projected_day, 1)}</dd></dl>`;

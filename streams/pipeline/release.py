@@ -336,6 +336,7 @@ class Releaser:
         thresholds = self.capacities * s.capacity_factor
         res = device_day.threshold_alerts(c, thresholds, cfg.alert_sigma, s.mide_beta,
                                           rng=keyed_rng(s.secret, "alerts", tick, "all"))
+        watched = device_day.monitorable(thresholds, cfg.alert_sigma, s.mide_beta)
         return [
             {"tick": tick, "location": self.locations[i],
              "capacity": int(self.site.capacities[i]),
@@ -343,8 +344,19 @@ class Releaser:
              "alpha": round(res.alpha, 1), "sigma": round(res.sigma, 2),
              "uncertainty": f"may be raised from {res.alpha:.0f} people below capacity",
              "unit": DEVICE_DAY_UNIT}
-            for i in np.flatnonzero(res.positive)
+            for i in np.flatnonzero(res.positive & watched)
         ]
+
+    def _alert_coverage(self) -> dict[str, Any]:
+        """Public: the alert width α and the rooms too small to watch at this budget."""
+        cfg = self._day_cfg
+        if cfg is None or not self._day_alerts:
+            return {}
+        thresholds = self.capacities * self.s.capacity_factor
+        alpha = device_day.alert_alpha(cfg.alert_sigma, self.s.mide_beta)
+        watched = device_day.monitorable(thresholds, cfg.alert_sigma, self.s.mide_beta)
+        return {"alerts_alpha": round(alpha, 1),
+                "alerts_unmonitored": [self.locations[i] for i in np.flatnonzero(~watched)]}
 
     def day_projection(self) -> float:
         """ε per device-day of every configured release (device-day unit), δ = ``delta``."""
@@ -362,7 +374,8 @@ class Releaser:
                     "epsilon_spent_today": round(spent, 6),
                     "epsilon_projected_day": round(proj, 6),
                     "within_cap": proj <= s.epsilon_day * (1 + 1e-9),
-                    "releases": [n for n, _ in self._day_releases()]}
+                    "releases": [n for n, _ in self._day_releases()],
+                    **self._alert_coverage()}
         per_tick = sum(c.epsilon for c in self._costs.values())
         if self._mide is not None:
             per_tick += self._mide_cost

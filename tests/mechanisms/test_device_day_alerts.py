@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mechanisms.device_day import DeviceDayConfig, alert_alpha, threshold_alerts
+from mechanisms.device_day import DeviceDayConfig, alert_alpha, monitorable, threshold_alerts
 from mechanisms.errors import InvalidParameterError
 from mechanisms.noise import keyed_rng
 
@@ -67,3 +67,23 @@ def test_replay_draws_the_same_decisions_and_bad_beta_is_refused() -> None:
     assert np.array_equal(a.noisy, b.noisy) and np.array_equal(a.positive, b.positive)
     with pytest.raises(InvalidParameterError, match="beta"):
         threshold_alerts(c, thr, SIGMA, 0.7)
+
+
+def test_only_rooms_whose_threshold_reaches_alpha_are_watched() -> None:
+    """Empty watched rooms fire at most β; the smallest watched room sits at T = α.
+
+    The rule (T ≥ α) is what makes the β false-alarm bound cover an EMPTY room: a
+    watched room is tested here at c = 0 with the binomial test above; a room just below
+    α (the mutation ``T ≥ α/2``) fires far more often than β and is rejected.
+    """
+    alpha = alert_alpha(SIGMA, BETA)
+    thr = np.array([alpha - 1, alpha, alpha + 1, 22.0, 500.0])
+    assert monitorable(thr, SIGMA, BETA).tolist() == [False, True, True, False, True]
+    smallest = np.full(N, np.ceil(alpha))  # the smallest watched threshold, room empty
+    res = threshold_alerts(np.zeros(N, dtype=int), smallest, SIGMA, BETA,
+                           rng=keyed_rng(KEY, "empty-watched"))
+    assert int(np.sum(res.positive)) <= _crit(N, BETA)
+    half = np.full(N, np.ceil(alpha / 2))  # what a rule of T ≥ α/2 would also watch
+    wrong = threshold_alerts(np.zeros(N, dtype=int), half, SIGMA, BETA,
+                             rng=keyed_rng(KEY, "empty-half"))
+    assert int(np.sum(wrong.positive)) > _crit(N, BETA)

@@ -53,7 +53,14 @@ def test_default_worker_releases_device_day_charged_once_per_day_and_replays() -
         assert p["within_cap"]
     # alerts: hourly, with the uncertainty width
     hourly = outs[11].alerts
-    assert len(hourly) >= 0.9 * len(caps)
+    alpha = hourly[0]["alpha"]
+    watched = {loc for loc, cap in zip(site.location_ids, caps, strict=True)
+               if cap * s.capacity_factor >= alpha}
+    assert 0 < len(watched) < len(caps)  # dbh has rooms smaller than α at the default budget
+    assert len(hourly) >= 0.9 * len(watched)
+    assert {a["location"] for a in hourly} <= watched  # rooms below α are never alerted on
+    assert sorted(outs[11].privacy["alerts_unmonitored"]) == sorted(set(site.location_ids)
+                                                                    - watched)
     assert all(a["window"] == "hour" and a["alpha"] > 0 and "below capacity" in a["uncertainty"]
                for a in hourly)
     assert not any(o.alerts for i, o in enumerate(outs) if i not in (11, 23))
