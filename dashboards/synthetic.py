@@ -69,7 +69,7 @@ def write_baselines(
     ticks: np.ndarray, tick_s: float,
 ) -> None:
     """Baselines μ, σ per (location, slot) from released history (post-processing)."""
-    n_slots = int(86400 // tick_s)
+    n_slots = rl.n_slots(tick_s)
     slots = np.array([rl.slot_of(t, tick_s) for t in ticks], dtype=np.int64)
     mu, sigma = baselines(history, slots, n_slots)
     counts = np.bincount(slots, minlength=n_slots)

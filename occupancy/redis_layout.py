@@ -12,7 +12,8 @@ Layout (``mech`` is a mechanism name such as ``laplace``, ``pegasus``, ``hpegasu
 * ``occ:{mech}:meta`` — hash of *public* parameters (epsilon, unit, smoother, …) from
   which dashboards derive uncertainty intervals
 * ``baseline:{mech}`` — hash, ``{location}|{slot}`` → JSON ``{"mu", "sigma", "n"}``:
-  per time-of-day slot, from released history only (post-processing, no budget)
+  per time-of-day slot of weekdays / of weekends (:func:`slot_of`), from released history
+  only (post-processing, no budget)
 * ``alerts`` — stream (capped), field ``data`` = the alert JSON; the same JSON is
   published on the pub/sub channel ``alerts``
 * ``occ:updates`` — pub/sub channel, JSON ``{"mech", "tick"}`` once a tick is written
@@ -151,5 +152,18 @@ def release_done(mech: str) -> str:
 
 
 def slot_of(tick: float, tick_s: float) -> int:
-    """Time-of-day slot of a tick (0 .. 86400/tick_s − 1)."""
-    return int((tick % 86400) // tick_s)
+    """Baseline slot of a tick: its time-of-day slot, on a weekday or a weekend day.
+
+    Weekdays (Mon–Fri, UTC) use 0 .. 86400/tick_s − 1, Saturdays and Sundays the same
+    slots shifted by one day's worth, so the "usual day" a Tuesday 10:00 is coloured
+    against is the weekdays' 10:00, not an average with empty weekends (which put every
+    ordinary weekday about 0.6 σ above its usual value in the demo).
+    """
+    per_day = int(round(86400 / tick_s))
+    weekend = (int(tick // 86400) + 3) % 7 >= 5  # 1970-01-01 was a Thursday (3)
+    return int((tick % 86400) // tick_s) + (per_day if weekend else 0)
+
+
+def n_slots(tick_s: float) -> int:
+    """Number of baseline slots (:func:`slot_of`): a weekday's and a weekend day's."""
+    return 2 * int(round(86400 / tick_s))
