@@ -63,6 +63,7 @@ __all__ = [
     "HierarchicalState",
     "Tree",
     "initialize",
+    "subtree_sums",
     "tree_from_paths",
     "update",
 ]
@@ -143,6 +144,33 @@ class Tree:
     def plan(self) -> consistency.TreePlan:
         """The tree's :class:`mechanisms.consistency.TreePlan` (for least squares)."""
         return consistency.TreePlan(self.parent)
+
+
+def subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
+    """Every node's value as the sum of its leaves' values (post-processing, floats).
+
+    The float counterpart of :meth:`Tree.aggregate` for released (not true) values: a
+    release whose aggregates are these sums is consistent by construction, and
+    non-negative when the leaves are.
+
+    Args:
+        tree: the hierarchy.
+        leaf_values: values of the leaves in ``tree.leaves`` order, shape (..., n_leaves).
+
+    Returns:
+        float array (..., n_nodes).
+    """
+    v = np.asarray(leaf_values, dtype=float)
+    if v.shape[-1:] != (tree.leaves.size,):
+        raise InvalidParameterError(
+            f"leaf_values must have last dimension {tree.leaves.size}, not shape {v.shape!r}")
+    out = np.zeros((*v.shape[:-1], tree.n_nodes))
+    out[..., tree.leaves] = v
+    by_node = np.moveaxis(out, -1, 0)  # a view: node first
+    for d in range(tree.height - 1, 0, -1):
+        nodes = tree.nodes_at_depth(d)
+        np.add.at(by_node, tree.parent[nodes], by_node[nodes])
+    return out
 
 
 def tree_from_paths(paths: Sequence[Sequence[str]]) -> Tree:
