@@ -55,6 +55,7 @@ prediction runs in O(K) per location (two first-order recursions with
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -144,12 +145,14 @@ class PegasusFilterConfig:
         """Number of levels K + 1."""
         return int(self.max_count) + 1
 
+    @functools.cached_property
     def move_probability(self) -> np.ndarray:
-        """m(c) for c = 0..K."""
+        """m(c) for c = 0..K (computed once per config)."""
         c = np.arange(self.levels)
         return np.where(c == 0, self.move_empty,
                         np.where(c <= 2, self.move_low, self.move_busy))
 
+    @functools.cached_property
     def step_norm(self) -> np.ndarray:
         """Z_c = Σ_{c' ≠ c, 0 ≤ c' ≤ K} step_ratio^(|c − c'| − 1) for c = 0..K."""
         k = self.levels - 1
@@ -233,22 +236,18 @@ def _predict(post: np.ndarray, config: PegasusFilterConfig) -> np.ndarray:
     lv = config.levels
     if not config.memory:
         return np.full(post.shape, 1.0 / lv)
-    m = config.move_probability()
+    m = config.move_probability
     h = float(config.jump_share)
     r = float(config.step_ratio)
     moving = post * m
-    stay = post - moving
-    u = moving * ((1.0 - h) / config.step_norm())
+    out = post - moving  # stay
+    u = moving * ((1.0 - h) / config.step_norm)
     # up[c'] = Σ_{c < c'} u[c]·r^(c'−c−1);  down[c'] = Σ_{c > c'} u[c]·r^(c−c'−1)
-    fwd = lfilter([1.0], [1.0, -r], u, axis=1)
-    up = np.zeros_like(u)
-    up[:, 1:] = fwd[:, :-1]
-    bwd = lfilter([1.0], [1.0, -r], u[:, ::-1], axis=1)[:, ::-1]
-    down = np.zeros_like(u)
-    down[:, :-1] = bwd[:, 1:]
-    jumping = moving * h
-    jump = (jumping.sum(axis=1, keepdims=True) - jumping) / (lv - 1)
-    return stay + up + down + jump
+    out[:, 1:] += lfilter([1.0], [1.0, -r], u[:, :-1], axis=1)
+    out[:, :-1] += lfilter([1.0], [1.0, -r], u[:, :0:-1], axis=1)[:, ::-1]
+    jumping = moving * (h / (lv - 1))
+    out += jumping.sum(axis=1, keepdims=True) - jumping
+    return out
 
 
 def posterior_moments(posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

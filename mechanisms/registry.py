@@ -253,9 +253,9 @@ class PegasusFilterStream(_Base):
     description = "PeGaSus with a Bayes-filter Grouper/Smoother on a full-ε Perturber"
     noise_note = "perturber noise only (filtering not bounded)"
 
-    @property
-    def config(self) -> pegasus_filter.PegasusFilterConfig:
-        return pegasus_filter.PegasusFilterConfig(self.params.epsilon)
+    def __init__(self, params: ReleaseParams) -> None:
+        super().__init__(params)
+        self.config = pegasus_filter.PegasusFilterConfig(params.epsilon)  # model cached once
 
     def cost(self, n_locations: int) -> Cost:
         return Cost(Budget(self.config.spent_epsilon), n_values=n_locations,
@@ -294,10 +294,7 @@ class HierarchicalFilterStream(_Base):
             raise InvalidParameterError(
                 "hpegasus-filter needs the site's hierarchy (paths), not ()")
         self.tree = hierarchical.tree_from_paths(params.paths)
-
-    @property
-    def config(self) -> pegasus_filter.PegasusFilterConfig:
-        return pegasus_filter.PegasusFilterConfig(self.params.epsilon)
+        self.config = pegasus_filter.PegasusFilterConfig(params.epsilon)
 
     def cost(self, n_locations: int) -> Cost:
         return Cost(Budget(self.config.spent_epsilon), n_values=self.tree.n_nodes,

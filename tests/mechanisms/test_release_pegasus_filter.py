@@ -19,7 +19,7 @@ KEY = b"pegasus-filter-test-key-01234567"
 def _dense_transition(cfg: pf.PegasusFilterConfig) -> np.ndarray:
     """M[c, c'] written out from the module docstring's model (the reference)."""
     lv = cfg.levels
-    m = cfg.move_probability()
+    m = cfg.move_probability
     out = np.zeros((lv, lv))
     for c in range(lv):
         step = np.array([cfg.step_ratio ** (abs(c - d) - 1) if d != c else 0.0
