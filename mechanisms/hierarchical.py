@@ -22,6 +22,13 @@ Consistency (optional, ``consistency=True``; issue 16 item 2)
     buildings, measured directly and combined with the rooms' sums, are far more
     accurate than the sum of noisy rooms (``bench/bench_device_day.py`` measures both).
 
+Sums of filtered rooms (:func:`subtree_sums`; registry ``hpegasus-filter``)
+    The release that meets issue 16's hierarchy targets (docs/pegasus.md): all of ε to
+    the rooms, each filtered by :mod:`mechanisms.pegasus_filter`, every floor and
+    building the sum of its rooms' releases (consistent and non-negative by
+    construction). Once the rooms are filtered, a budget split towards the upper levels
+    with least squares loses at every level (measured there).
+
 Pruning (optional, ``prune_epsilon``): top-down, each node not below an already
 pruned node is tested with c_t(v) + Lap(2h/ε_pr) < β + Lap(2h/ε_pr). The paper
 prints Lap(2/ε_pr) per level, which adds up to ε_pr only for h ≤ 2; the noise here is
