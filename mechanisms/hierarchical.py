@@ -22,6 +22,13 @@ Consistency (optional, ``consistency=True``; issue 16 item 2)
     buildings, measured directly and combined with the rooms' sums, are far more
     accurate than the sum of noisy rooms (``bench/bench_device_day.py`` measures both).
 
+Sums of filtered rooms (:func:`subtree_sums`; registry ``hpegasus-filter``)
+    The release that meets issue 16's hierarchy targets (docs/pegasus.md): all of ε to
+    the rooms, each filtered by :mod:`mechanisms.pegasus_filter`, every floor and
+    building the sum of its rooms' releases (consistent and non-negative by
+    construction). Once the rooms are filtered, a budget split towards the upper levels
+    with least squares loses at every level (measured there).
+
 Pruning (optional, ``prune_epsilon``): top-down, each node not below an already
 pruned node is tested with c_t(v) + Lap(2h/ε_pr) < β + Lap(2h/ε_pr). The paper
 prints Lap(2/ε_pr) per level, which adds up to ε_pr only for h ≤ 2; the noise here is
@@ -63,6 +70,7 @@ __all__ = [
     "HierarchicalState",
     "Tree",
     "initialize",
+    "subtree_sums",
     "tree_from_paths",
     "update",
 ]
@@ -143,6 +151,33 @@ class Tree:
     def plan(self) -> consistency.TreePlan:
         """The tree's :class:`mechanisms.consistency.TreePlan` (for least squares)."""
         return consistency.TreePlan(self.parent)
+
+
+def subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
+    """Every node's value as the sum of its leaves' values (post-processing, floats).
+
+    The float counterpart of :meth:`Tree.aggregate` for released (not true) values: a
+    release whose aggregates are these sums is consistent by construction, and
+    non-negative when the leaves are.
+
+    Args:
+        tree: the hierarchy.
+        leaf_values: values of the leaves in ``tree.leaves`` order, shape (..., n_leaves).
+
+    Returns:
+        float array (..., n_nodes).
+    """
+    v = np.asarray(leaf_values, dtype=float)
+    if v.shape[-1:] != (tree.leaves.size,):
+        raise InvalidParameterError(
+            f"leaf_values must have last dimension {tree.leaves.size}, not shape {v.shape!r}")
+    out = np.zeros((*v.shape[:-1], tree.n_nodes))
+    out[..., tree.leaves] = v
+    by_node = np.moveaxis(out, -1, 0)  # a view: node first
+    for d in range(tree.height - 1, 0, -1):
+        nodes = tree.nodes_at_depth(d)
+        np.add.at(by_node, tree.parent[nodes], by_node[nodes])
+    return out
 
 
 def tree_from_paths(paths: Sequence[Sequence[str]]) -> Tree:

@@ -8,7 +8,9 @@ Python API (the CLI is a thin wrapper):
   any event list.
 * :func:`release` runs one mechanism over the whole stream: ``laplace``,
   ``pegasus`` (average smoother), ``pegasus-median``, ``pegasus-js``, ``pegasus-post``
-  (Grouper as post-processing of a full-ε Perturber),
+  (Grouper as post-processing of a full-ε Perturber), ``pegasus-filter`` (a Bayes
+  filter as Grouper and Smoother of a full-ε Perturber; ``hpegasus-filter`` adds the
+  floors and buildings as sums of its rooms),
   ``hierarchical`` (building → floor → location) at a given ε, or ``ttl`` at a
   given TTL (counts of TTL-salt pseudonyms, same oracle).
 * :func:`metrics` scores a released stream: per-tick MAE, MAE by hour of day,
@@ -65,6 +67,8 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "pegasus-js": ("pegasus", "js"),
     "pegasus-post": ("pegasus-post", "average"),
     "hierarchical": ("hpegasus", "average"),
+    "pegasus-filter": ("pegasus-filter", "average"),
+    "hpegasus-filter": ("hpegasus-filter", "average"),
     "ttl": ("ttl", "average"),
 }
 MECHANISMS: tuple[str, ...] = tuple(VARIANTS)

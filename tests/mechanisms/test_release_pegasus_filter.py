@@ -1,0 +1,154 @@
+"""PeGaSus-filter (mechanisms.pegasus_filter): exact Bayes filter, post-processing, state."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mechanisms import hierarchical as hi
+from mechanisms import pegasus_filter as pf
+from mechanisms import registry
+from mechanisms.errors import InvalidParameterError
+from mechanisms.noise import discrete_laplace, keyed_rng
+
+KEY = b"pegasus-filter-test-key-01234567"
+
+
+def _dense_transition(cfg: pf.PegasusFilterConfig) -> np.ndarray:
+    """M[c, c'] written out from the module docstring's model (the reference)."""
+    lv = cfg.levels
+    m = cfg.move_probability
+    out = np.zeros((lv, lv))
+    for c in range(lv):
+        step = np.array([cfg.step_ratio ** (abs(c - d) - 1) if d != c else 0.0
+                         for d in range(lv)])
+        jump = np.array([1.0 if d != c else 0.0 for d in range(lv)])
+        out[c] = m[c] * ((1 - cfg.jump_share) * step / step.sum()
+                         + cfg.jump_share * jump / jump.sum())
+        out[c, c] = 1 - m[c]
+    return out
+
+
+def _dlap_pmf(k: np.ndarray, eps: float) -> np.ndarray:
+    q = np.exp(-eps)
+    return (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.3, 0.7])
+def test_prediction_is_the_dense_transition_matrix(ratio: float) -> None:
+    cfg = pf.PegasusFilterConfig(0.5, max_count=40, step_ratio=ratio)
+    m = _dense_transition(cfg)
+    np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+    post = np.random.default_rng(1).random((5, cfg.levels))
+    post /= post.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(pf._predict(post, cfg), post @ m, atol=1e-14)
+
+
+def test_posterior_equals_brute_force_enumeration_of_every_path() -> None:
+    # K = 4, three ticks: P(c_3 | y_1..3) by summing the joint over all 5⁴ level paths
+    # c_0..c_3 (c_0 uniform and unobserved: the state before the first tick, the model's
+    # transitions, discrete Laplace likelihoods of y_1..y_3).
+    cfg = pf.PegasusFilterConfig(0.7, max_count=4, output="mean")
+    m = _dense_transition(cfg)
+    ys = np.array([[3], [-1], [5]])
+    joint = np.zeros(cfg.levels)
+    for path in itertools.product(range(cfg.levels), repeat=4):
+        p = 1.0 / cfg.levels
+        for t in (1, 2, 3):
+            p *= m[path[t - 1], path[t]] * _dlap_pmf(ys[t - 1, 0] - path[t], cfg.epsilon)
+        joint[path[-1]] += p
+    want = joint / joint.sum()
+    post = pf.initialize(1, cfg).posterior
+    for y in ys:
+        post, rel = pf.filter_step(post, y, cfg)
+    np.testing.assert_allclose(post[0], want, rtol=1e-6)
+    assert rel[0] == pytest.approx(float(want @ np.arange(cfg.levels)), rel=1e-6)
+
+
+def test_release_is_post_processing_of_one_discrete_laplace_draw_per_location() -> None:
+    cfg = pf.PegasusFilterConfig(0.4)
+    counts = np.repeat(np.random.default_rng(3).integers(0, 30, (4, 12)), 10, axis=0)
+    state = pf.initialize(12, cfg)
+    post = state.posterior
+    for t, c in enumerate(counts):
+        state, rel = pf.update(state, c, cfg, rng=keyed_rng(KEY, "a", t))
+        noisy = c + discrete_laplace(cfg.scale, 12, rng=keyed_rng(KEY, "a", t))
+        post, want = pf.filter_step(post, noisy, cfg)
+        np.testing.assert_array_equal(rel, want)
+        np.testing.assert_array_equal(state.posterior, post)
+    assert np.all((rel >= 0) & (rel <= cfg.max_count) & (rel == np.round(rel)))
+
+
+def test_memory_is_what_removes_the_noise_of_a_constant_stream() -> None:
+    # Empty rooms at ε = 0.2 (noise sd ≈ 7): with memory the released value is 0 after a
+    # few hours; without it, it is the per-tick denoised noisy count (clipped Laplace).
+    counts = np.zeros((120, 200), dtype=int)
+    errs = {}
+    for memory in (True, False):
+        cfg = pf.PegasusFilterConfig(0.2, max_count=127, memory=memory)
+        st = pf.initialize(200, cfg)
+        for t, c in enumerate(counts):
+            st, rel = pf.update(st, c, cfg, rng=keyed_rng(KEY, "m", t))
+        errs[memory] = float(np.abs(rel).mean())
+    assert errs[True] < 0.1 < 2.0 < errs[False]
+
+
+def test_state_round_trips_and_a_restored_filter_continues_bit_for_bit() -> None:
+    cfg = pf.PegasusFilterConfig(1.0, max_count=63)
+    counts = np.random.default_rng(4).integers(0, 20, (30, 7))
+    st = pf.initialize(7, cfg)
+    outs = []
+    for t, c in enumerate(counts):
+        if t == 15:
+            st = pf.PegasusFilterState.from_bytes(st.to_bytes())
+        st, rel = pf.update(st, c, cfg, rng=keyed_rng(KEY, "r", t), tick=t)
+        outs.append(rel)
+    st2 = pf.initialize(7, cfg)
+    for t, c in enumerate(counts):
+        st2, rel = pf.update(st2, c, cfg, rng=keyed_rng(KEY, "r", t), tick=t)
+        np.testing.assert_array_equal(rel, outs[t])
+    assert st2 == st and st.last_tick == 29
+    with pytest.raises(InvalidParameterError, match="tick must be >"):
+        pf.update(st, counts[0], cfg, tick=29)
+    with pytest.raises(InvalidParameterError, match="must start with"):
+        pf.PegasusFilterState.from_bytes(b"XXXX" + st.to_bytes()[4:])
+    with pytest.raises(InvalidParameterError, match="bytes for"):
+        pf.PegasusFilterState.from_bytes(st.to_bytes()[:-1])
+    with pytest.raises(InvalidParameterError, match="levels"):
+        pf.update(st, counts[0], pf.PegasusFilterConfig(1.0, max_count=64))
+
+
+@pytest.mark.parametrize(("kw", "msg"), [
+    ({"epsilon": 0.0}, "epsilon"), ({"max_count": 0}, "max_count"),
+    ({"move_empty": 0.0}, "move_empty"), ({"jump_share": 1.0}, "jump_share"),
+    ({"step_ratio": 1.0}, "step_ratio"), ({"output": "mode"}, "output"),
+])
+def test_invalid_parameters_are_refused_with_the_parameter_named(kw: dict, msg: str) -> None:
+    with pytest.raises(InvalidParameterError, match=msg):
+        pf.PegasusFilterConfig(**{"epsilon": 1.0, **kw})
+
+
+def test_registry_entries_charge_epsilon_and_sum_rooms_into_floors() -> None:
+    paths = (("b", "1", "r1"), ("b", "1", "r2"), ("b", "2", "r3"))
+    params = registry.ReleaseParams(epsilon=0.5, paths=paths)
+    flat = registry.build("pegasus-filter", params)
+    tree_mech = registry.build("hpegasus-filter", params)
+    for mech in (flat, tree_mech):
+        cost = mech.cost(3)
+        assert cost.epsilon == 0.5 and cost.composition == "parallel"
+        assert mech.noise_scale() == pytest.approx(2.0)
+    counts = np.array([4, 0, 9])
+    a = flat.update(None, counts, rng=keyed_rng(KEY, "x", 0))
+    b = tree_mech.update(None, counts, rng=keyed_rng(KEY, "x", 0))
+    np.testing.assert_array_equal(a.values, b.values)  # the same rooms
+    assert b.extra["b/1"] == b.values[0] + b.values[1]
+    assert b.extra["b/2"] == b.values[2]
+    assert b.extra["b"] == b.values.sum()
+    tree = hi.tree_from_paths(paths)
+    sums = hi.subtree_sums(tree, np.array([1.0, 2.0, 3.0]))
+    named = dict(zip(tree.names, sums, strict=True))
+    assert (named["b/1"], named["b/2"], named["b"]) == (3.0, 3.0, 6.0)
+    np.testing.assert_array_equal(hi.subtree_sums(tree, np.array([[1.0, 2.0, 3.0]] * 2)),
+                                  [sums, sums])
