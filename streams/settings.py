@@ -93,6 +93,8 @@ class Settings:
     pegasus_smoother: str = "average"
     hpegasus_epsilon: float = 1.0
     pegasus_post_epsilon: float = 1.0
+    pegasus_filter_epsilon: float = 1.0
+    hpegasus_filter_epsilon: float = 1.0
     ttl_s: float = 1800.0
     mide: bool = True
     daily_cube: bool = True
@@ -287,6 +289,10 @@ HELP = {
     "pegasus_smoother": "PeGaSus smoother: average, median or js",
     "hpegasus_epsilon": "ε per tick of hierarchical PeGaSus (split over the levels)",
     "pegasus_post_epsilon": "ε per tick of PeGaSus-post (all to the Perturber)",
+    "pegasus_filter_epsilon": "ε per tick of PeGaSus-filter (Laplace + public-model Bayes "
+                              "filter; docs/pegasus.md)",
+    "hpegasus_filter_epsilon": "ε per tick of hierarchical PeGaSus-filter (rooms filtered, "
+                               "floors and buildings their sums)",
     "ttl_s": "salt lifetime of TTL pseudonyms (no formal guarantee)",
     "mide": "raise MIDE fire-code alerts (true/false)",
     "daily_cube": "device-day: release each finished UTC day's (room × 5-minute slot) cube "

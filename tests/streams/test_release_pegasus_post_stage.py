@@ -1,30 +1,35 @@
-"""The release stage runs ``pegasus-post``: keyed replay-safe noise, state as bytes, ledger."""
+"""The release stage runs the PeGaSus variants that beat Laplace (``pegasus-post``,
+``pegasus-filter``, ``hpegasus-filter``): keyed replay-safe noise, state as bytes, ledger."""
 
 from __future__ import annotations
+
+import pytest
 
 from occupancy.buildings import load_site
 from streams.pipeline.release import Releaser
 from streams.settings import load_settings
 
-ENV = {"OCCUSTREAM_SECRET": "s" * 32, "OCCUSTREAM_PRIVACY_UNIT": "event",
-       "OCCUSTREAM_MECHANISMS": "pegasus-post",
-       "OCCUSTREAM_MIDE": "false", "OCCUSTREAM_PEGASUS_POST_EPSILON": "0.5"}
+BASE = {"OCCUSTREAM_SECRET": "s" * 32, "OCCUSTREAM_PRIVACY_UNIT": "event",
+        "OCCUSTREAM_MIDE": "false"}
 
 
-def test_pegasus_post_tick_is_replayed_exactly_and_charged() -> None:
+@pytest.mark.parametrize("mech", ["pegasus-post", "pegasus-filter", "hpegasus-filter"])
+def test_pegasus_variant_tick_is_replayed_exactly_and_charged(mech: str) -> None:
+    field = "OCCUSTREAM_" + mech.replace("-", "_").upper() + "_EPSILON"
+    env = {**BASE, "OCCUSTREAM_MECHANISMS": mech, field: "0.5"}
     site = load_site("dbh")
     counts = [i % 7 for i in range(len(site.location_ids))]
     outs = []
     for _ in range(2):  # a replay after a crash: same secret, tick, counts and state
-        rel = Releaser(load_settings(env=ENV), site)
+        rel = Releaser(load_settings(env=env), site)
         states: dict = {}
         vals = []
         for k in range(3):
             out, states = rel.run(1_767_600_000.0 + 300 * k, counts, [], states)
             vals.append(out.releases[0].values)
-            assert out.releases[0].mechanism == "pegasus-post"
-            assert [r["mechanism"] for r in out.ledger] == ["pegasus-post"]
+            assert out.releases[0].mechanism == mech
+            assert [r["mechanism"] for r in out.ledger] == [mech]
             assert out.ledger[0]["epsilon"] == 0.5
-        outs.append((vals, states["pegasus-post"]))
+        outs.append((vals, states[mech]))
     assert outs[0] == outs[1]
     assert all(v >= 0 and v == int(v) for v in outs[0][0][-1])
