@@ -12,8 +12,10 @@ Figures per workload and ε: geo-mean over (data set, scale) of error(auto) / mi
 peers, the worst such cell, how often each peer is the best, and the same geo-mean for
 "always DAWA" (the best single peer) for reference; every cell's median is in the JSON.
 Timings: one HDMM release (OPT₀ strategy search + measurement) and one DAWA release at
-4096 bins on the random-range workload (median of 3 for DAWA). ``--quick``: NETTRACE
-and INCOME, scales 1e4 and 1e6, 1 trial; HDMM timed at 1024 bins.
+4096 bins (HDMM on prefix and on the random ranges, strategy search included, cache
+cleared; DAWA on the ranges, median of 3), and the restricted DPP configurations
+(sDAHP, sDWF) at 500,000 bins. ``--quick``: NETTRACE and INCOME, scales 1e4 and 1e6,
+1 trial; HDMM timed at 1024 bins.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 import numpy as np
 
 from bench.hist_1d_grid import REPORT, load, run_grid, seq, workloads
-from mechanisms.histograms import hdmm
+from mechanisms.histograms import hdmm, parse_config, run_config
 from mechanisms.histograms.select import release_1d
 
 PEERS = ("HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "Identity")
@@ -37,11 +39,12 @@ def _timings(quick: bool) -> dict[str, float]:
     out = {}
     n_h = 1024 if quick else 4096
     xh = x.reshape(n_h, -1).sum(axis=1)
-    wh = workloads(n_h)[2]
-    hdmm._CACHE.clear()
-    t0 = time.perf_counter()
-    release_1d("HDMM", xh, 1.0, workload=(wh.lo, wh.hi), rng=seq(5))
-    out[f"hdmm_{n_h}_bins_s"] = round(time.perf_counter() - t0, 2)
+    for wi, wname in ((1, "prefix"), (2, "random")):
+        wh = workloads(n_h)[wi]
+        hdmm._CACHE.clear()
+        t0 = time.perf_counter()
+        release_1d("HDMM", xh, 1.0, workload=(wh.lo, wh.hi), rng=seq(5))
+        out[f"hdmm_{n_h}_bins_{wname}_s"] = round(time.perf_counter() - t0, 2)
     secs = []
     for r in range(3):
         t0 = time.perf_counter()
@@ -49,6 +52,15 @@ def _timings(quick: bool) -> dict[str, float]:
         secs.append(time.perf_counter() - t0)
     out["dawa_4096_bins_s_median"] = round(float(np.median(secs)), 3)
     out["dawa_4096_bins_s_first_incl_gram"] = round(secs[0], 3)
+    # restricted DPP (SORTaki Alg. 6 over bins of size 2^k) at 500k bins: NETTRACE's
+    # shape repeated to 500,000 cells, scale 1e7; sDAHP and sDWF partition with it
+    n_big = 500_000
+    big = np.resize(shape, n_big)
+    xb = np.round(big / big.sum() * 1e7)
+    for cfg in ("sDAHP", "sDWF"):
+        t0 = time.perf_counter()
+        run_config(parse_config(cfg), xb, 1.0, dpp="restricted", rng=seq(7))
+        out[f"restricted_dpp_{cfg}_{n_big}_bins_s"] = round(time.perf_counter() - t0, 2)
     return out
 
 

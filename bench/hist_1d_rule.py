@@ -19,7 +19,7 @@ import numpy as np
 
 from bench.hist_1d_grid import TRAIN, run_grid
 
-CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "GreedyH")
+CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "GreedyH", "HDMM")
 SCALES = (10**3, 10**4, 10**5, 10**6, 10**7)
 EPSILONS = (0.1, 1.0)
 KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
@@ -74,6 +74,9 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "rule.json").write_text(
         json.dumps({"levels": rule, "thresholds": th, "seconds": secs}, indent=1) + "\n"
+    )
+    (OUT / "train_cells.json").write_text(
+        json.dumps({"|".join(map(str, k)): v for k, v in errors.items()}) + "\n"
     )
     for kind, rows in rule.items():
         for lvl, win, gm in rows:

@@ -137,6 +137,19 @@ def select_algorithm(n: int, kind: str, epsilon: float, scale_estimate: float) -
     return RULE[kind][-1][1]
 
 
+def _child(gen: np.random.Generator) -> np.random.Generator:
+    """An independent child stream of ``gen`` for the selection features (``gen.spawn``).
+
+    The chosen algorithm then draws from ``gen`` exactly as it would alone, so a
+    benchmark can compare it with the same algorithm on common random numbers. A
+    generator without a seed sequence (the CSPRNG) is used directly.
+    """
+    try:
+        return gen.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return gen
+
+
 def auto_release(
     x: np.ndarray,
     epsilon: float,
@@ -161,7 +174,9 @@ def auto_release(
     acct = accountant if accountant is not None else Accountant(Budget(epsilon), name="histogram")
     eps_s = scale_share * epsilon
     acct.spend(eps_s, mechanism="histogram:auto:scale", sampler="laplace")
-    s_hat = float(x.sum() + laplace_noise(1.0 / eps_s, 1, rng=gen, discrete=discrete)[0])
+    s_hat = float(
+        x.sum() + laplace_noise(1.0 / eps_s, 1, rng=_child(gen), discrete=discrete)[0]
+    )
     kind = workload_kind(n, workload)
     name = select_algorithm(n, kind, epsilon - eps_s, s_hat)
     est = release_1d(
