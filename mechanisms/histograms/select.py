@@ -7,15 +7,22 @@ the whole ε to an :class:`~mechanisms.accounting.Accountant` before any noise i
 :func:`auto_release` is the default release: like Pythia (Kotsogiannis, Machanavajjhala,
 Hay & Miklau, SIGMOD 2017, §4) it chooses the algorithm from *public* features only —
 the domain size n, the workload kind (identity / prefix / range, read off the public
-workload), ε — plus a differentially private estimate of the scale: a share
-:data:`SCALE_SHARE` of ε buys ``ŝ = ‖x‖₁ + Lap(1/(share·ε))`` and the rest runs the
-chosen algorithm (sequential composition: ε in total). Pythia learns a decision tree;
-here the tree is a one-feature threshold rule per workload kind on the per-cell
-signal-to-noise ``snr = ε·ŝ/n``: :data:`RULE` lists, per kind, ``(upper bound on
-log10(snr), algorithm)`` pairs. The rule was derived by ``bench/hist_1d_rule.py``
-from measurements on the DPBench 1-D files *not* used in the report (BIDS, BIDS-FJ,
-BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL, LC-DTIR-ALL; n = 4096) — see that script
-and bench/results/hist_1d/rule.json; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
+workload), ε — plus two differentially private features, each bought with half of
+:data:`SCALE_SHARE`·ε (sequential composition: ε in total with the chosen algorithm):
+
+* the scale ``ŝ = ‖x‖₁ + Lap(·)``, giving the per-cell signal level ``log10(ε·ŝ/n)``;
+* the truncated-mass fraction ``û = (Σ min(x_i, c) + Lap(·))/(n·c)`` with
+  ``c = max(1, round(κ/ε))`` (:func:`truncated_fraction`): the share of cells whose
+  count stands above the noise — near 0 on sparse or spiky data (where DAWA's
+  partitioning wins), near 1 on dense data (where the data-independent strategies win).
+  Its sum has sensitivity 1 and a range of n·c, so 0.5 % of ε measures it to a few
+  hundredths (Pythia's "sparsity"-type features need the same kind of bound).
+
+Pythia learns a decision tree on such features; :data:`RULE` is a depth-≤ 2 tree per
+workload kind written as boxes, fitted by ``bench/hist_1d_tree.py`` on the DPBench 1-D
+files *not* used in the report (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA,
+LC-REQ-ALL, LC-DTIR-ALL; n = 4096; cells from ``bench/hist_1d_rule.py``) — see
+bench/results/hist_1d/tree.json; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
 NETTRACE, PATENT, SEARCHLOGS) are held out.
 """
 
