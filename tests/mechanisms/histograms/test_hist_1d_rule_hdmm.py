@@ -167,12 +167,22 @@ def test_auto_release_sees_the_data_only_through_the_charged_estimates(monkeypat
         seen.append((len(x), eps_each, cap))
         return 10000.0, 0.3  # what the noisy features happened to say
 
+    chosen = []
+    real = sel.select_algorithm
+
+    def spy(*args: object) -> str:
+        chosen.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
     monkeypatch.setattr(sel, "noisy_features", fixed)
+    monkeypatch.setattr(sel, "select_algorithm", spy)
     wl = (np.zeros(n, np.int64), np.arange(1, n + 1))
     _, f1 = sel.auto_release(x1, 0.5, workload=wl, rng=np.random.default_rng(4))
     _, f2 = sel.auto_release(x2, 0.5, workload=wl, rng=np.random.default_rng(4))
     assert seen[0] == seen[1]
     assert f1 == f2
+    # the rule saw exactly the public facts and the charged estimates, nothing else
+    assert chosen[0] == chosen[1] == (n, "prefix", 0.5 * (1 - sel.SCALE_SHARE), 10000.0, 0.3)
 
 
 def test_auto_release_charges_both_features_and_the_algorithm() -> None:
