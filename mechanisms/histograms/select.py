@@ -65,8 +65,9 @@ WORKLOAD_AWARE = ("DAWA", "GreedyH", "MWEM", "HDMM", "auto")
 #: share of ε spent on the selection features by :func:`auto_release` (half on the
 #: scale estimate, half on the truncated mass)
 SCALE_SHARE = 0.01
-#: truncation level of the uniformity feature, in units of the noise scale 1/ε
-TRUNC_KAPPA = 1.0
+#: truncation level of the uniformity feature, in units of the noise scale 1/ε (the best
+#: training fit of bench/hist_1d_tree.py among 0.5, 1, 2, 4)
+TRUNC_KAPPA = 4.0
 #: feature names, in the order of the rule's boxes
 FEATURES = ("log10_snr", "trunc_fraction")
 
@@ -75,9 +76,23 @@ Box = tuple[tuple[int, str, float], ...]
 #: (feature index, "<=" or ">", threshold) conditions on :data:`FEATURES`. Fitted by
 #: bench/hist_1d_tree.py on the held-out files (bench/results/hist_1d/tree.json).
 RULE: dict[str, tuple[tuple[Box, str], ...]] = {
-    "identity": (((), "DAWA"),),
-    "prefix": (((), "DAWA"),),
-    "range": (((), "DAWA"),),
+    "identity": (
+        (((1, "<=", 0.468), (1, "<=", 0.077)), "DAWA"),
+        (((1, "<=", 0.468),), "DPC"),
+        (((0, "<=", 0.888),), "AHP"),
+        ((), "Identity"),
+    ),
+    "prefix": (
+        (((0, "<=", 1.888), (1, "<=", 0.509)), "DAWA"),
+        (((0, "<=", 1.888),), "HB"),
+        ((), "HDMM"),
+    ),
+    "range": (
+        (((0, "<=", 1.888), (1, "<=", 0.468)), "DAWA"),
+        (((0, "<=", 1.888),), "HB"),
+        (((1, "<=", 0.316),), "DAWA"),
+        ((), "HDMM"),
+    ),
 }
 
 
