@@ -14,9 +14,14 @@ Computation (our derivation, with ``s = 1 + Θᵀ1``, ``S = diag(s)``, ``R = I_p
 ``−2(T − TΘᵀV) + 1·g_sᵀ`` with ``T = (S G S Vᵀ)ᵀ`` and
 ``g_s = 2(diag(G)∘s − rowsum((G S Θᵀ)∘Vᵀ))``. Only products ``G·M`` with n×p matrices
 are needed: for range workloads they cost O((n + q)·p) through prefix sums. Our
-default p = n/64 and 60 L-BFGS-B iterations (the paper uses p = n/16, §5.1) keep n = 4096
-near a minute on a loaded 2-core machine (bench ``hist_1d`` reports the time); the
-error ratio to Identity is then ≈ 0.1 on prefix and 2000 random ranges.
+default p = n/64 and 60 L-BFGS-B iterations (the paper uses p = n/16, §5.1) take
+25–40 s at n = 4096 on a loaded 2-core machine.
+
+HDMM proper (§6) keeps the best of several strategy families; next to OPT₀ this module
+optimises a weighted b-ary hierarchy (:class:`Hierarchy`, :func:`opt_hierarchy`) whose
+objective is closed-form (O(h) per evaluation after O(q·h) set-up), so n = 4096 takes
+well under a second; :func:`hdmm_release` runs OPT₀ too only for small n or an explicit
+p. Figures: docs/histograms-1d.md.
 
 Privacy: the strategy depends only on the workload (public). :func:`hdmm_release`
 charges ε to the accountant, then releases the Laplace mechanism on ``A·x`` (L1
