@@ -10,24 +10,44 @@ scale estimate, then the rule of :mod:`mechanisms.histograms.select` with 99 %.
 
 Figures per workload and ε: geo-mean over (data set, scale) of error(auto) / min over the
 peers, the worst such cell, how often each peer is the best, and the same geo-mean for
-"always DAWA" (the best single peer) for reference; every cell's median is in the JSON.
+"always DAWA" (the best single peer), "always HDMM" (not a peer) and the previous
+session's one-feature rule (``OLD_RULE``, applied to the true scale on the same cells)
+for reference; every cell's median is in the JSON. Noise: common random numbers (see
+:mod:`bench.hist_1d_grid`).
 Timings: one HDMM release (OPT₀ strategy search + measurement) and one DAWA release at
-4096 bins on the random-range workload (median of 3 for DAWA). ``--quick``: NETTRACE
-and INCOME, scales 1e4 and 1e6, 1 trial; HDMM timed at 1024 bins.
+4096 bins (HDMM on prefix and on the random ranges, strategy search included, cache
+cleared; DAWA on the ranges, median of 3), and the restricted DPP configurations
+(sDAHP, sDWF) at 500,000 bins. ``--quick``: NETTRACE and INCOME, scales 1e4 and 1e6,
+1 trial; HDMM timed at 1024 bins.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from bench.hist_1d_grid import REPORT, load, run_grid, seq, workloads
-from mechanisms.histograms import hdmm
+from mechanisms.histograms import hdmm, parse_config, run_config
 from mechanisms.histograms.select import release_1d
 
 PEERS = ("HB", "Privelet", "DAWA", "AHP", "DPC", "MWEM", "Identity")
 DEFAULT = "auto"
+#: run next to the peers (not a peer of the issue's list): HDMM
+EXTRA = ("HDMM",)
+#: the previous session's one-feature rule (upper bound on log10(ε·s/n), algorithm),
+#: evaluated here on the measured cells with the true scale, for the before/after
+OLD_RULE = {
+    "identity": ((-0.112, "DAWA"), (0.888, "AHP"), (math.inf, "DPC")),
+    "prefix": ((-0.112, "DAWA"), (math.inf, "HB")),
+    "random": ((0.888, "DAWA"), (math.inf, "HB")),
+}
+
+
+def _old_rule(wname: str, eps: float, scale: int, n: int = 4096) -> str:
+    lvl = math.log10(eps * scale / n)
+    return next(a for b, a in OLD_RULE[wname] if lvl <= b)
 
 
 def _timings(quick: bool) -> dict[str, float]:
@@ -37,11 +57,12 @@ def _timings(quick: bool) -> dict[str, float]:
     out = {}
     n_h = 1024 if quick else 4096
     xh = x.reshape(n_h, -1).sum(axis=1)
-    wh = workloads(n_h)[2]
-    hdmm._CACHE.clear()
-    t0 = time.perf_counter()
-    release_1d("HDMM", xh, 1.0, workload=(wh.lo, wh.hi), rng=seq(5))
-    out[f"hdmm_{n_h}_bins_s"] = round(time.perf_counter() - t0, 2)
+    for wi, wname in ((1, "prefix"), (2, "random")):
+        wh = workloads(n_h)[wi]
+        hdmm._CACHE.clear()
+        t0 = time.perf_counter()
+        release_1d("HDMM", xh, 1.0, workload=(wh.lo, wh.hi), rng=seq(5))
+        out[f"hdmm_{n_h}_bins_{wname}_s"] = round(time.perf_counter() - t0, 2)
     secs = []
     for r in range(3):
         t0 = time.perf_counter()
@@ -49,15 +70,41 @@ def _timings(quick: bool) -> dict[str, float]:
         secs.append(time.perf_counter() - t0)
     out["dawa_4096_bins_s_median"] = round(float(np.median(secs)), 3)
     out["dawa_4096_bins_s_first_incl_gram"] = round(secs[0], 3)
+    # restricted DPP (SORTaki Alg. 6 over bins of size 2^k) at 500k bins: NETTRACE's
+    # shape repeated to 500,000 cells, scale 1e7; sDAHP and sDWF partition with it
+    n_big = 500_000
+    big = np.resize(shape, n_big)
+    xb = np.round(big / big.sum() * 1e7)
+    for cfg in ("sDAHP", "sDWF"):
+        t0 = time.perf_counter()
+        run_config(parse_config(cfg), xb, 1.0, dpp="restricted", rng=seq(7))
+        out[f"restricted_dpp_{cfg}_{n_big}_bins_s"] = round(time.perf_counter() - t0, 2)
     return out
+
+
+def _grid(quick: bool) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+    datasets = ("NETTRACE", "INCOME") if quick else REPORT
+    scales = (10**4, 10**6) if quick else (10**4, 10**5, 10**6)
+    return datasets, scales, 1 if quick else 5
 
 
 def run(quick: bool = False) -> dict:
     """The selected algorithm vs the best peer per cell, and the timings."""
-    datasets = ("NETTRACE", "INCOME") if quick else REPORT
-    scales = (10**4, 10**6) if quick else (10**4, 10**5, 10**6)
-    trials = 1 if quick else 5
-    errors, secs = run_grid(datasets, (*PEERS, DEFAULT), scales, (0.1, 1.0), trials)
+    datasets, scales, trials = _grid(quick)
+    errors, secs = run_grid(datasets, (*PEERS, *EXTRA, DEFAULT), scales, (0.1, 1.0), trials)
+    out = summarise(errors, secs, datasets, scales, trials)
+    out.update(_timings(quick))
+    return out
+
+
+def summarise(
+    errors: dict[tuple, float],
+    secs: dict[str, float],
+    datasets: tuple[str, ...],
+    scales: tuple[int, ...],
+    trials: int,
+) -> dict:
+    """The figures of :func:`run` from the cells' medians."""
     table = {}
     wins: dict[str, int] = dict.fromkeys(PEERS, 0)
     worst_overall = 0.0
@@ -65,6 +112,8 @@ def run(quick: bool = False) -> dict:
         for eps in (0.1, 1.0):
             ratios = []
             dawa = []
+            hdmm_r = []
+            old = []
             worst = (0.0, "")
             for d in datasets:
                 for s in scales:
@@ -74,6 +123,8 @@ def run(quick: bool = False) -> dict:
                     r = errors[(d, s, eps, wname, DEFAULT)] / peer[best]
                     ratios.append(r)
                     dawa.append(peer["DAWA"] / peer[best])
+                    hdmm_r.append(errors[(d, s, eps, wname, "HDMM")] / peer[best])
+                    old.append(peer[_old_rule(wname, eps, s)] / peer[best])
                     if r > worst[0]:
                         worst = (r, f"{d} scale {s:g} (best {best})")
             gm = float(np.exp(np.mean(np.log(ratios))))
@@ -84,6 +135,9 @@ def run(quick: bool = False) -> dict:
                 "worst_where": worst[1],
                 "cells_over_1.2": int(sum(r > 1.2 for r in ratios)),
                 "geo_mean_dawa_always_vs_best": round(float(np.exp(np.mean(np.log(dawa)))), 3),
+                "geo_mean_hdmm_always_vs_best": round(float(np.exp(np.mean(np.log(hdmm_r)))), 3),
+                "geo_mean_old_rule_vs_best": round(float(np.exp(np.mean(np.log(old)))), 3),
+                "worst_cell_old_rule": round(max(old), 3),
             }
     out = {
         "table": table,
@@ -93,5 +147,57 @@ def run(quick: bool = False) -> dict:
         "grid": {"datasets": list(datasets), "scales": list(scales), "trials": trials},
         "cells": {"|".join(map(str, k)): v for k, v in errors.items()},
     }
-    out.update(_timings(quick))
     return out
+
+
+def main(argv: list[str]) -> None:
+    """``--part D1,D2 [--algs A,B]``: run those cells into a part file (parallel runs on a
+    loaded machine); ``--merge``: the figures of ``python -m bench histograms_1d`` from
+    every part (same grid, same seeds: a cell's seeds do not depend on the subset) plus
+    the timings, written to bench/results/histograms_1d.json."""
+    import json
+    import platform
+    from pathlib import Path
+
+    res = Path(__file__).parent / "results"
+    datasets, scales, trials = _grid(False)
+    algs = (*PEERS, *EXTRA, DEFAULT)
+    if argv[0] == "--part":
+        names = tuple(argv[1].split(","))
+        if len(argv) > 3 and argv[2] == "--algs":
+            algs = tuple(argv[3].split(","))
+        t0 = time.perf_counter()
+        errors, secs = run_grid(names, algs, scales, (0.1, 1.0), trials, progress=True)
+        doc = {"cells": {"|".join(map(str, k)): v for k, v in errors.items()}, "secs": secs,
+               "wall_s": time.perf_counter() - t0}
+        tag = argv[1] + ("." + argv[3] if len(argv) > 3 else "")
+        (res / "hist_1d" / f"report_part.{tag}.json").write_text(json.dumps(doc) + "\n")
+        return
+    errors: dict[tuple, float] = {}
+    secs = dict.fromkeys(algs, 0.0)
+    wall = 0.0
+    for f in sorted((res / "hist_1d").glob("report_part.*.json")):
+        doc = json.loads(f.read_text())
+        for k, v in doc["cells"].items():
+            d, s, e, w, a = k.split("|")
+            errors[(d, int(s), float(e), w, a)] = v
+        for a, v in doc["secs"].items():
+            secs[a] += v
+        wall += doc["wall_s"]
+    out = summarise(errors, secs, datasets, scales, trials)
+    t0 = time.perf_counter()
+    out.update(_timings(False))
+    out = {"machine": platform.machine(), "cpus": __import__("os").cpu_count(),
+           "wall_s": round(wall + time.perf_counter() - t0, 2),
+           "run": "python -m bench.bench_histograms_1d --part ... (parallel) then --merge",
+           **out}
+    (res / "histograms_1d.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    for k, v in out.items():
+        if k != "cells":
+            print(f"{k}: {v}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

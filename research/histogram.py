@@ -340,7 +340,9 @@ def _release_1d(
     wl = _release_workload(args.workload, len(flat))
     if args.algorithm == "auto":
         est, facts = auto_release(flat, eff, workload=wl, rng=rng, discrete=discrete)
-        shares = {"scale": facts["eps_scale"] / eff, "release": 1 - facts["eps_scale"] / eff}
+        feat = facts["eps_scale"] + facts["eps_trunc"]
+        shares = {"scale": facts["eps_scale"] / eff, "trunc": facts["eps_trunc"] / eff,
+                  "release": 1 - feat / eff}
         return est.reshape(cube.shape), len(flat), {**shares, "algorithm": facts["algorithm"]}
     est = release_1d(args.algorithm, flat, eff, workload=wl, rng=rng, discrete=discrete)
     return est.reshape(cube.shape), len(flat), {"release": 1.0}

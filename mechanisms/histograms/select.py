@@ -7,15 +7,22 @@ the whole ε to an :class:`~mechanisms.accounting.Accountant` before any noise i
 :func:`auto_release` is the default release: like Pythia (Kotsogiannis, Machanavajjhala,
 Hay & Miklau, SIGMOD 2017, §4) it chooses the algorithm from *public* features only —
 the domain size n, the workload kind (identity / prefix / range, read off the public
-workload), ε — plus a differentially private estimate of the scale: a share
-:data:`SCALE_SHARE` of ε buys ``ŝ = ‖x‖₁ + Lap(1/(share·ε))`` and the rest runs the
-chosen algorithm (sequential composition: ε in total). Pythia learns a decision tree;
-here the tree is a one-feature threshold rule per workload kind on the per-cell
-signal-to-noise ``snr = ε·ŝ/n``: :data:`RULE` lists, per kind, ``(upper bound on
-log10(snr), algorithm)`` pairs. The rule was derived by ``bench/hist_1d_rule.py``
-from measurements on the DPBench 1-D files *not* used in the report (BIDS, BIDS-FJ,
-BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL, LC-DTIR-ALL; n = 4096) — see that script
-and bench/results/hist_1d/rule.json; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
+workload), ε — plus two differentially private features, each bought with half of
+:data:`SCALE_SHARE`·ε (sequential composition: ε in total with the chosen algorithm):
+
+* the scale ``ŝ = ‖x‖₁ + Lap(·)``, giving the per-cell signal level ``log10(ε·ŝ/n)``;
+* the truncated-mass fraction ``û = (Σ min(x_i, c) + Lap(·))/(n·c)`` with
+  ``c = max(1, round(κ/ε))`` (:func:`truncated_fraction`): the share of cells whose
+  count stands above the noise — near 0 on sparse or spiky data (where DAWA's
+  partitioning wins), near 1 on dense data (where the data-independent strategies win).
+  Its sum has sensitivity 1 and a range of n·c, so 0.5 % of ε measures it to a few
+  hundredths (Pythia's "sparsity"-type features need the same kind of bound).
+
+Pythia learns a decision tree on such features; :data:`RULE` is a depth-≤ 2 tree per
+workload kind written as boxes, fitted by ``bench/hist_1d_tree.py`` on the DPBench 1-D
+files *not* used in the report (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA,
+LC-REQ-ALL, LC-DTIR-ALL; n = 4096; cells from ``bench/hist_1d_rule.py``) — see
+bench/results/hist_1d/tree.json; the reported data sets (ADULT, HEPTH, INCOME, MEDCOST,
 NETTRACE, PATENT, SEARCHLOGS) are held out.
 """
 
@@ -39,7 +46,12 @@ __all__ = [
     "NEW_1D",
     "WORKLOAD_AWARE",
     "SCALE_SHARE",
+    "TRUNC_KAPPA",
+    "FEATURES",
     "RULE",
+    "trunc_cap",
+    "truncated_fraction",
+    "noisy_features",
     "workload_kind",
     "release_1d",
     "select_algorithm",
@@ -50,18 +62,54 @@ __all__ = [
 NEW_1D = ("HB", "Privelet", "GreedyH", "MWEM", "HDMM", "auto")
 #: algorithms whose output depends on the workload
 WORKLOAD_AWARE = ("DAWA", "GreedyH", "MWEM", "HDMM", "auto")
-#: share of ε spent on the scale estimate by :func:`auto_release`
+#: share of ε spent on the selection features by :func:`auto_release` (half on the
+#: scale estimate, half on the truncated mass)
 SCALE_SHARE = 0.01
+#: truncation level of the uniformity feature, in units of the noise scale 1/ε (the best
+#: training fit of bench/hist_1d_tree.py among 0.5, 1, 2, 4)
+TRUNC_KAPPA = 4.0
+#: feature names, in the order of the rule's boxes
+FEATURES = ("log10_snr", "trunc_fraction")
 
-#: per workload kind: (upper bound on log10(ε·ŝ/n), algorithm), first match wins.
-#: Fitted by bench/hist_1d_rule.py on the held-out files (2 trials, scales 1e3…1e7,
-#: ε ∈ {0.1, 1}; bench/results/hist_1d/rule.json holds every geo-mean): sparse signal →
-#: DAWA everywhere; denser → AHP then DPCube for single counts, HB for prefixes and ranges.
-RULE: dict[str, tuple[tuple[float, str], ...]] = {
-    "identity": ((-0.112, "DAWA"), (0.888, "AHP"), (math.inf, "DPC")),
-    "prefix": ((-0.112, "DAWA"), (math.inf, "HB")),
-    "range": ((0.888, "DAWA"), (math.inf, "HB")),
+Box = tuple[tuple[int, str, float], ...]
+#: per workload kind: (box, algorithm), first box that holds wins; a box is a tuple of
+#: (feature index, "<=" or ">", threshold) conditions on :data:`FEATURES`. Fitted by
+#: bench/hist_1d_tree.py on the held-out files (bench/results/hist_1d/tree.json).
+RULE: dict[str, tuple[tuple[Box, str], ...]] = {
+    "identity": (
+        (((1, "<=", 0.468), (1, "<=", 0.077)), "DAWA"),
+        (((1, "<=", 0.468),), "DPC"),
+        (((0, "<=", 0.888),), "AHP"),
+        ((), "Identity"),
+    ),
+    "prefix": (
+        (((0, "<=", 1.888), (1, "<=", 0.509)), "DAWA"),
+        (((0, "<=", 1.888),), "HB"),
+        ((), "HDMM"),
+    ),
+    "range": (
+        (((0, "<=", 1.888), (1, "<=", 0.468)), "DAWA"),
+        (((0, "<=", 1.888),), "HB"),
+        (((1, "<=", 0.316),), "DAWA"),
+        ((), "HDMM"),
+    ),
 }
+
+
+def trunc_cap(epsilon: float) -> float:
+    """The truncation level ``max(1, round(κ/ε))`` (an integer: integer sums stay integer)."""
+    return float(max(1, round(TRUNC_KAPPA / check_positive("epsilon", epsilon))))
+
+
+def truncated_fraction(x: np.ndarray, cap: float) -> float:
+    """``Σ min(x_i, cap) / (n·cap)`` — the share of cells whose count reaches ``cap``.
+
+    A soft count of the cells above the noise level (``cap = κ/ε``): near 0 for sparse
+    or spiky data, near 1 when every cell holds more than ``cap``. Sensitivity of the
+    sum: 1 (one record moves one cell by one).
+    """
+    x = np.asarray(x, np.float64).ravel()
+    return float(np.minimum(np.maximum(x, 0.0), cap).sum() / (len(x) * cap))
 
 
 def workload_kind(n: int, workload: tuple[np.ndarray, np.ndarray] | None) -> str:
@@ -124,17 +172,68 @@ def release_1d(
     return rel.estimate
 
 
-def select_algorithm(n: int, kind: str, epsilon: float, scale_estimate: float) -> str:
-    """The rule's algorithm for public features and the noisy scale (no data read)."""
+def select_algorithm(
+    n: int,
+    kind: str,
+    epsilon: float,
+    scale_estimate: float,
+    trunc_estimate: float = 1.0,
+) -> str:
+    """The rule's algorithm for public features and the noisy features (no data read).
+
+    Args:
+        n: domain size.
+        kind: "identity", "prefix" or "range".
+        epsilon: the algorithm's budget.
+        scale_estimate: the DP estimate ŝ of the number of records.
+        trunc_estimate: the DP estimate of :func:`truncated_fraction` at
+            :func:`trunc_cap` (``epsilon``).
+    """
     if kind not in RULE:
         raise InvalidParameterError(f"kind must be one of {', '.join(RULE)}, not {kind!r}")
     epsilon = check_positive("epsilon", epsilon)
     snr = epsilon * max(float(scale_estimate), 1.0) / max(int(n), 1)
-    level = math.log10(snr)
-    for bound, alg in RULE[kind]:
-        if level <= bound:
+    feats = (math.log10(snr), min(max(float(trunc_estimate), 0.0), 1.0))
+    for box, alg in RULE[kind]:
+        if all((feats[f] <= t) if op == "<=" else (feats[f] > t) for f, op, t in box):
             return alg
     return RULE[kind][-1][1]
+
+
+def noisy_features(
+    x: np.ndarray,
+    eps_each: float,
+    cap: float,
+    *,
+    rng: np.random.Generator | None = None,
+    discrete: bool = False,
+) -> tuple[float, float]:
+    """NOISE DRAWING — the rule's two DP features, ``eps_each`` each (charge 2× before).
+
+    ``ŝ = ‖x‖₁ + Lap(1/eps_each)`` and ``û = (Σ min(x_i, cap) + Lap(1/eps_each))/(n·cap)``;
+    both sums have L1 sensitivity 1 (one record moves one cell by one), so each is
+    ``eps_each``-DP (Laplace mechanism) and the pair ``2·eps_each``-DP.
+    """
+    eps_each = check_positive("eps_each", eps_each)
+    x = np.asarray(x, np.float64).ravel()
+    gen = resolve_rng(rng)
+    noise = laplace_noise(1.0 / eps_each, 2, rng=gen, discrete=discrete)
+    s_hat = float(x.sum() + noise[0])
+    t_hat = truncated_fraction(x, cap) + float(noise[1]) / (len(x) * cap)
+    return s_hat, t_hat
+
+
+def _child(gen: np.random.Generator) -> np.random.Generator:
+    """An independent child stream of ``gen`` for the selection features (``gen.spawn``).
+
+    The chosen algorithm then draws from ``gen`` exactly as it would alone, so a
+    benchmark can compare it with the same algorithm on common random numbers. A
+    generator without a seed sequence (the CSPRNG) is used directly.
+    """
+    try:
+        return gen.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return gen
 
 
 def auto_release(
@@ -159,13 +258,23 @@ def auto_release(
     n = len(x)
     gen = resolve_rng(rng)
     acct = accountant if accountant is not None else Accountant(Budget(epsilon), name="histogram")
-    eps_s = scale_share * epsilon
+    eps_s = scale_share * epsilon / 2.0
+    eps_alg = epsilon - 2.0 * eps_s
+    cap = trunc_cap(eps_alg)
     acct.spend(eps_s, mechanism="histogram:auto:scale", sampler="laplace")
-    s_hat = float(x.sum() + laplace_noise(1.0 / eps_s, 1, rng=gen, discrete=discrete)[0])
+    acct.spend(eps_s, mechanism="histogram:auto:trunc", sampler="laplace")
+    s_hat, t_hat = noisy_features(x, eps_s, cap, rng=_child(gen), discrete=discrete)
     kind = workload_kind(n, workload)
-    name = select_algorithm(n, kind, epsilon - eps_s, s_hat)
+    name = select_algorithm(n, kind, eps_alg, s_hat, t_hat)
     est = release_1d(
-        name, x, epsilon - eps_s, workload=workload, accountant=acct, rng=gen, discrete=discrete
+        name, x, eps_alg, workload=workload, accountant=acct, rng=gen, discrete=discrete
     )
-    facts = {"algorithm": name, "scale_estimate": s_hat, "eps_scale": eps_s, "kind": kind}
+    facts = {
+        "algorithm": name,
+        "scale_estimate": s_hat,
+        "trunc_estimate": t_hat,
+        "eps_scale": eps_s,
+        "eps_trunc": eps_s,
+        "kind": kind,
+    }
     return est, facts

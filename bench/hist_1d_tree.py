@@ -1,0 +1,132 @@
+"""Fit the two-feature selection rule of :mod:`mechanisms.histograms.select` (held-out files).
+
+``python -m bench.hist_1d_tree`` reads the per-cell medians that ``python -m
+bench.hist_1d_rule`` wrote for the TRAIN data sets (bench/results/hist_1d/
+train_cells.json: BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
+LC-DTIR-ALL; scales 1e3 … 1e7, ε ∈ {0.1, 1}, 2 trials; none of them is reported),
+computes the rule's two features on the noise-free training data — the signal level
+``log10(ε·scale/n)`` and the truncated-mass fraction ``u = Σ min(x_i, c)/(n·c)``,
+``c = max(1, round(κ/ε))``
+(:func:`mechanisms.histograms.select.truncated_fraction`) — and, per workload kind,
+searches every depth-≤ 2 decision tree on them (thresholds at midpoints of the observed
+values, every leaf with at least :data:`MIN_LEAF` cells) for the smallest sum of
+log(error / best error) over the cells. Prints the boxes for ``select.RULE`` and
+writes bench/results/hist_1d/tree.json.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+from bench.hist_1d_grid import REPORT, TRAIN, load, seq
+from mechanisms.histograms import evaluation as ev
+from mechanisms.histograms.select import truncated_fraction
+
+OUT = Path(__file__).parent / "results" / "hist_1d"
+KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
+#: algorithms the rule may choose
+CHOICES = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
+#: truncation levels tried (the rule's κ is the one with the best training fit)
+KAPPAS = (0.5, 1.0, 2.0, 4.0)
+#: smallest number of training cells in a leaf (against over-fitting 70 cells per kind)
+MIN_LEAF = 6
+
+
+def _features(cells: dict[str, float], kappa: float) -> dict[tuple, tuple[float, float]]:
+    """(data, scale, ε) → (log10 snr, u at cap max(1, round(κ/ε))), trial-0 sample."""
+    out = {}
+    keys = {tuple(k.split("|")[:3]) for k in cells}
+    shapes = {d: load(d) for d in {k[0] for k in keys}}
+    for d, s, e in sorted(keys):
+        shape = shapes[d]
+        n = len(shape)
+        x = ev.resample(shape, int(s), rng=seq(0, (*REPORT, *TRAIN).index(d), int(s), 0))
+        eps = float(e)
+        cap = float(max(1, round(kappa / eps)))
+        out[(d, s, e)] = (math.log10(eps * int(s) / n), truncated_fraction(x, cap))
+    return out
+
+
+def _best_leaf(rows: list[tuple[tuple[float, float], dict[str, float]]]) -> tuple[str, float]:
+    cost = {a: sum(r[1][a] for r in rows) for a in CHOICES}
+    a = min(CHOICES, key=lambda c: (round(cost[c], 9), CHOICES.index(c)))
+    return a, cost[a]
+
+
+def _splits(rows: list) -> list[tuple[int, float]]:
+    out = []
+    for f in (0, 1):
+        vals = sorted({r[0][f] for r in rows})
+        out += [(f, (a + b) / 2) for a, b in itertools.pairwise(vals)]
+    return out
+
+
+def _fit_depth1(rows: list) -> tuple[float, list]:
+    """Best leaf or best single split of ``rows``: (cost, [(box, alg)])."""
+    alg, cost = _best_leaf(rows)
+    best = (cost, [((), alg)])
+    for f, t in _splits(rows):
+        left = [r for r in rows if r[0][f] <= t]
+        right = [r for r in rows if r[0][f] > t]
+        if len(left) < MIN_LEAF or len(right) < MIN_LEAF:
+            continue
+        (a1, c1), (a2, c2) = _best_leaf(left), _best_leaf(right)
+        if c1 + c2 < best[0] - 1e-9:
+            best = (c1 + c2, [(((f, "<=", t),), a1), (((f, ">", t),), a2)])
+    return best
+
+
+def fit(cells: dict[str, float], kappa: float) -> dict[str, dict]:
+    """Per kind: the best depth-≤ 2 tree as boxes, its training geo-mean and the leaves'."""
+    feats = _features(cells, kappa)
+    out = {}
+    for wname, kind in KIND.items():
+        rows = []
+        for (d, s, e), fv in feats.items():
+            errs = {a: cells[f"{d}|{s}|{e}|{wname}|{a}"] for a in CHOICES}
+            best = min(errs.values())
+            rows.append((fv, {a: math.log(v / best) for a, v in errs.items()}))
+        cost, boxes = _fit_depth1(rows)
+        for f, t in _splits(rows):
+            left = [r for r in rows if r[0][f] <= t]
+            right = [r for r in rows if r[0][f] > t]
+            if len(left) < MIN_LEAF or len(right) < MIN_LEAF:
+                continue
+            cl, bl = _fit_depth1(left)
+            cr, br = _fit_depth1(right)
+            if cl + cr < cost - 1e-9:
+                cost = cl + cr
+                boxes = [(((f, "<=", t), *b), a) for b, a in bl] + [
+                    (((f, ">", t), *b), a) for b, a in br
+                ]
+        out[kind] = {
+            "boxes": boxes,
+            "train_geo_mean": round(math.exp(cost / len(rows)), 4),
+            "always": {
+                a: round(math.exp(sum(r[1][a] for r in rows) / len(rows)), 4) for a in CHOICES
+            },
+        }
+    return out
+
+
+def main() -> None:
+    """Fit, print and write the rule."""
+    cells = json.loads((OUT / "train_cells.json").read_text())
+    results = {}
+    for kappa in KAPPAS:
+        res = fit(cells, kappa)
+        results[str(kappa)] = res
+        total = sum(math.log(r["train_geo_mean"]) for r in res.values())
+        print(f"κ = {kappa}: mean log geo-mean {total / len(res):.4f}")
+        for kind, r in res.items():
+            print(" ", kind, r["train_geo_mean"], r["always"])
+            for box, a in r["boxes"]:
+                print("     ", box, a)
+    (OUT / "tree.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
