@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import reprlib
 import secrets
 import time
 from collections import OrderedDict
@@ -110,7 +111,7 @@ def _player(raw: Any) -> str:
     if not isinstance(name, str) or not PLAYER_RE.match(name):
         raise InvalidParameterError(
             "player must be 1 to 24 letters, digits, spaces, '.', '_' or '-' (starting with a "
-            f"letter or digit), not {raw!r}")
+            f"letter or digit), not {reprlib.repr(raw)}")
     return name
 
 
@@ -120,7 +121,8 @@ async def _body(request: web.Request) -> dict[str, Any]:
     except ValueError:
         raise InvalidParameterError("the request body must be a JSON object") from None
     if not isinstance(body, dict):
-        raise InvalidParameterError(f"the request body must be a JSON object, not {body!r}")
+        raise InvalidParameterError(
+            f"the request body must be a JSON object, not {reprlib.repr(body)}")
     return body
 
 
@@ -137,10 +139,15 @@ async def new_round(request: web.Request) -> web.Response:
     mech = body.get("mechanism")
     eps = body.get("epsilon")
     if mech is None:
-        mech, eps_drawn = secrets.choice(game.cells())
-        eps = eps_drawn if eps is None else eps
+        cells = [c for c in game.cells() if eps is None or c[1] == eps]
+        if not cells:
+            raise InvalidParameterError(
+                f"epsilon must be one of {sorted({e for _, e in game.cells()})}, "
+                f"not {reprlib.repr(eps)}")
+        mech, eps = secrets.choice(cells)
     if mech not in game.mechanisms:
-        raise InvalidParameterError(f"mechanism must be one of {game.mechanisms}, not {mech!r}")
+        raise InvalidParameterError(
+            f"mechanism must be one of {game.mechanisms}, not {reprlib.repr(mech)}")
     grid = gr.epsilons_for(mech)
     if eps is None:
         eps = secrets.choice(grid)
@@ -148,18 +155,24 @@ async def new_round(request: web.Request) -> web.Response:
     # samplers' tables, and so one request, arbitrarily expensive
     if isinstance(eps, bool) or eps not in grid:
         raise InvalidParameterError(f"epsilon must be one of {list(grid)} for {mech}, "
-                                    f"not {eps!r}")
+                                    f"not {reprlib.repr(eps)}")
     if game.pending >= MAX_WAITING:
         return web.json_response(
             {"error": "too many rounds are being prepared; retry in a few seconds",
              "status": 503}, status=503, headers={"Retry-After": "5"})
     game.pending += 1
-    try:
-        async with game.slots:
-            rnd = await asyncio.to_thread(gr.make_round, game.site, mechanism=mech,
-                                          epsilon=float(eps))
-    finally:
-        game.pending -= 1
+
+    async def generate() -> gr.Round:
+        try:
+            async with game.slots:
+                return await asyncio.to_thread(gr.make_round, game.site, mechanism=mech,
+                                               epsilon=float(eps))
+        finally:
+            game.pending -= 1
+
+    # the task owns the slot until the thread is done: a client that hangs up cancels
+    # only its wait (shield), so the 2-generating / 8-waiting limits hold
+    rnd = await asyncio.shield(asyncio.ensure_future(generate()))
     played = await reader.game_rounds_played(_client(request), player)
     game.add(rnd, player)
     log.info("game: round %s for a player: %s at ε=%g", rnd.id, mech, eps)
@@ -207,9 +220,9 @@ async def leaderboard(request: web.Request) -> web.Response:
     try:
         limit = int(raw)
     except ValueError:
-        raise InvalidParameterError(f"limit must be an integer, not {raw!r}") from None
+        raise InvalidParameterError(f"limit must be an integer, not {reprlib.repr(raw)}") from None
     if not 1 <= limit <= 100:
-        raise InvalidParameterError(f"limit must be in [1, 100], not {raw!r}")
+        raise InvalidParameterError(f"limit must be in [1, 100], not {reprlib.repr(raw)}")
     return web.json_response({"players": await reader.game_leaderboard(_client(request), limit)})
 
 

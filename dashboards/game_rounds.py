@@ -31,6 +31,7 @@ is charged per tick or per day come from the registry.
 from __future__ import annotations
 
 import math
+import reprlib
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,13 +192,15 @@ def hhmm(minutes: float) -> str:
 def parse_hhmm(text: Any, name: str) -> float:
     """``HH:MM`` (00:00–23:59) as minutes since midnight."""
     if not isinstance(text, str) or len(text) != 5 or text[2] != ":":
-        raise InvalidParameterError(f"{name} must be a time HH:MM, not {text!r}")
+        raise InvalidParameterError(f"{name} must be a time HH:MM, not {reprlib.repr(text)}")
     try:
         h, m = int(text[:2]), int(text[3:])
     except ValueError:
-        raise InvalidParameterError(f"{name} must be a time HH:MM, not {text!r}") from None
+        raise InvalidParameterError(
+            f"{name} must be a time HH:MM, "
+            f"not {reprlib.repr(text)}") from None
     if not (0 <= h <= 23 and 0 <= m <= 59):
-        raise InvalidParameterError(f"{name} must be a time HH:MM, not {text!r}")
+        raise InvalidParameterError(f"{name} must be a time HH:MM, not {reprlib.repr(text)}")
     return float(60 * h + m)
 
 
@@ -461,7 +464,7 @@ def parse_answers(task_params: Mapping[str, Mapping[str, Any]], raw: Mapping[str
                   ) -> dict[str, int | str | float | None]:
     """Validate a submission: ``{task: estimate}`` (missing / empty: unanswered)."""
     if not isinstance(raw, Mapping):
-        raise InvalidParameterError(f"answers must be an object, not {raw!r}")
+        raise InvalidParameterError(f"answers must be an object, not {reprlib.repr(raw)}")
     unknown = sorted(set(raw) - set(TASKS))
     if unknown:
         raise InvalidParameterError(f"answers must only name tasks {list(TASKS)}, not {unknown}")
@@ -473,18 +476,24 @@ def parse_answers(task_params: Mapping[str, Mapping[str, Any]], raw: Mapping[str
         elif task == "threshold":
             hi = int(task_params[task].get("max", TICKS_PER_DAY))
             if isinstance(v, bool) or not isinstance(v, int | str):
-                raise InvalidParameterError(f"threshold must be an integer, not {v!r}")
+                raise InvalidParameterError(f"threshold must be an integer, not {reprlib.repr(v)}")
             try:
                 n = int(v)
             except ValueError:
-                raise InvalidParameterError(f"threshold must be an integer, not {v!r}") from None
+                raise InvalidParameterError(
+                    f"threshold must be an integer, "
+                    f"not {reprlib.repr(v)}") from None
             if not 0 <= n <= hi:
-                raise InvalidParameterError(f"threshold must be in [0, {hi}], not {v!r}")
+                raise InvalidParameterError(
+                    f"threshold must be in [0, {hi}], "
+                    f"not {reprlib.repr(v)}")
             out[task] = n
         elif task == "night_region":
             choices = [c["id"] for c in task_params[task]["choices"]]
             if v not in choices:
-                raise InvalidParameterError(f"night_region must be one of {choices}, not {v!r}")
+                raise InvalidParameterError(
+                    f"night_region must be one of {choices}, "
+                    f"not {reprlib.repr(v)}")
             out[task] = str(v)
         else:
             out[task] = parse_hhmm(v, task)

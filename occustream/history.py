@@ -178,14 +178,15 @@ def _out_doc(out: Any) -> dict[str, Any]:
 
     # ex-post ε is internal (state store only) and the history never writes it
     return {"tick": out.tick, "releases": [asdict(r) for r in out.releases],
-            "alerts": out.alerts, "ledger": out.ledger, "privacy": out.privacy}
+            "alerts": out.alerts, "ledger": out.ledger, "privacy": out.privacy,
+            "cube": out.cube}
 
 
 def _out_of(doc: dict[str, Any]) -> Any:
     from streams.pipeline.release import Release, TickOutput
 
     return TickOutput(doc["tick"], [Release(**r) for r in doc["releases"]], doc["alerts"],
-                      doc["ledger"], [], doc["privacy"])
+                      doc["ledger"], [], doc["privacy"], doc.get("cube"))
 
 
 def release_history_cached(settings: Any, *, start_ts: float, days: float, seed: int = 0,

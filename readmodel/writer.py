@@ -275,9 +275,7 @@ class CacheWriter:
                 continue
             if mech not in released and mech != "mide":  # mide-hour, device-day alerts
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
-            # a device-day record counts on its own day (the daily cube: the day before)
-            queue_ledger(tx, rec, _day(float(rec["tick"])) if rec.get("unit") == DEVICE_DAY_UNIT
-                         and rec.get("tick") else day)
+            queue_ledger(tx, rec, _ledger_day(rec, day))
         if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"
                                                    for r in out.ledger)):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
@@ -363,7 +361,7 @@ class CacheWriter:
                         continue
                     if m not in released and m != "mide":
                         tx.zadd(rl.release_done(m), {str(tj): tick})
-                    queue_ledger(tx, rec, day)
+                    queue_ledger(tx, rec, _ledger_day(rec, day))
                 if tick not in done["mide"] and (out.alerts or any(
                         r["mechanism"] == "mide" for r in out.ledger)):
                     tx.zadd(rl.release_done("mide"), {str(tj): tick})
@@ -372,6 +370,10 @@ class CacheWriter:
                     step = self._incident_step(out, incident_state)
                     queue_incident_step(tx, step)
                     incident_state = json.dumps(step.state)
+                cube = getattr(out, "cube", None)
+                if cube:  # a finished day's cube, as write_tick writes it
+                    queue_histogram(tx, cube["day"], cube["kind"],
+                                    json.dumps(cube, sort_keys=True))
                 if getattr(out, "privacy", None):
                     tx.set(rl.PRIVACY_STATUS, json.dumps(out.privacy, sort_keys=True))
             for m, fields_m in changed.items():
@@ -428,6 +430,17 @@ class CacheWriter:
             pipe = self.r.pipeline(transaction=False)
             queue_dlq_counts(pipe, app_id, partition, counts)
             await pipe.execute()
+
+
+def _ledger_day(rec: Mapping[str, Any], day: str) -> str:
+    """The day a ledger record counts on (the tick's ``day`` unless device-day).
+
+    A device-day record counts on its own day: the daily cube is released after midnight
+    but spends the day before.
+    """
+    if rec.get("unit") == DEVICE_DAY_UNIT and rec.get("tick"):
+        return _day(float(rec["tick"]))
+    return day
 
 
 def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],

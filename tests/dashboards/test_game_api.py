@@ -51,6 +51,14 @@ def test_a_round_from_start_to_leaderboard(served: Any, redis_client: Any) -> No
     assert post(f"{base}/rounds", {"player": "ann", "mechanism": "ttl"})[0] == 400  # no DP
     assert post(f"{base}/rounds", {"player": "ann", "mechanism": "device-day",
                                    "epsilon": 1e-4})[0] == 400  # off the grid
+    # a long bad name is refused in one short line (not echoed back whole)
+    status, err = post(f"{base}/rounds", {"player": "x" * 100_000})
+    assert status == 400 and len(json.dumps(err)) < 500
+    # ε alone: the mechanism is drawn among those whose grid has it (never a 400)
+    for _ in range(4):
+        status, only_eps = post(f"{base}/rounds", {"player": "eve", "epsilon": 16})
+        assert status == 200 and only_eps["epsilon"] == 16, only_eps
+    assert post(f"{base}/rounds", {"player": "eve", "epsilon": 0.3})[0] == 400  # in no grid
     status, rnd = post(f"{base}/rounds", {"player": "ann", "mechanism": "laplace",
                                           "epsilon": 0.2})
     assert status == 200, rnd

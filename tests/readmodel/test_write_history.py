@@ -71,3 +71,37 @@ def test_bulk_history_equals_tick_by_tick(redis_url: str) -> None:
         assert one[key] == bulk_dump[key], key
     assert any(k.startswith(b"baseline:") for k in one)
     assert json.loads(one[b"incidents:state"]) is not None
+
+
+def test_bulk_history_under_device_day_writes_the_daily_cube_on_its_day(redis_url: str) -> None:
+    # the default unit: the history crosses midnight, so the first day's cube is released
+    # at 00:00 and its ρ counts on the day it describes (as write_tick books it)
+    s = Settings(site="dbh", mechanisms=("device-day",), secret=b"bulk-history-secret-dd")
+    h = release_history(s, start_ts=START, days=1.0, seed=3)
+    cubes = [o.cube for o in h.outs if o.cube]
+    assert len(cubes) == 1
+    client = redis.Redis.from_url(redis_url)
+    dumps = []
+    for bulk in (False, True):
+        client.flushdb()
+        _write(redis_url, h, bulk)
+        dumps.append(_dump(client))
+    client.flushdb()
+    one, bulk_dump = dumps
+    assert set(one) == set(bulk_dump)
+    for key in one:
+        assert one[key] == bulk_dump[key], key
+    day = cubes[0]["day"]
+    assert f"hist:{day}:daily-cube".encode() in one
+    spent = one[f"ledger:spent:{day}".encode()]
+    assert any(k.startswith(b"daily-cube") for k in spent), spent
+
+
+def test_history_cache_keeps_the_daily_cube() -> None:
+    from occustream.history import _out_doc, _out_of
+
+    s = Settings(site="dbh", mechanisms=("device-day",), secret=b"bulk-history-secret-dd")
+    h = release_history(s, start_ts=START, days=1.0, seed=3)
+    out = next(o for o in h.outs if o.cube)
+    again = _out_of(json.loads(json.dumps(_out_doc(out))))
+    assert again.cube == out.cube
