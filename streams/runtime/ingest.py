@@ -13,10 +13,14 @@ is reported loudly (ERROR line, health ``degraded``, ``occustream_log_resets_tot
 the partition continues from the new log's start with its state kept
 (:meth:`~streams.runtime.presence.PresenceRuntime.rebase`): nothing is skipped and no
 tick already reported is reported again.
+
+Records reach the presence stage as ``(offset, value)`` tuples straight from aiokafka's
+fetch buffer (:func:`offset_value_records`): no ``ConsumerRecord`` per event.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 from typing import Any
 
@@ -29,6 +33,50 @@ from streams.runtime.resilience import Status
 from streams.settings import Settings
 
 log = logging.getLogger("occustream.pipeline")
+
+
+def _offset_value(tp: Any, record: Any) -> tuple[int, bytes | None]:
+    return record.offset, record.value
+
+
+class _OffsetValueFetches(collections.OrderedDict):  # type: ignore[type-arg]
+    """aiokafka's buffer of fetched partitions, whose records come out as tuples.
+
+    Each fetched partition's ``PartitionRecords`` builds one ``ConsumerRecord`` per
+    record with its ``_consumer_record(tp, record)`` (topic, timestamps, key, sizes,
+    headers, …); the presence stage reads the offset and the value only, so for the
+    buffers of this one consumer that method is replaced by :func:`_offset_value`.
+    """
+
+    def __setitem__(self, tp: Any, result: Any) -> None:
+        records = getattr(result, "_partition_records", None)
+        if records is not None:
+            records._consumer_record = _offset_value
+        super().__setitem__(tp, result)
+
+
+def offset_value_records(consumer: Any) -> bool:
+    """Make a started consumer's ``getmany`` return ``(offset, value)`` tuples.
+
+    The hook is per consumer (Faust's consumers in the same process are untouched) and
+    relies on aiokafka internals (``Fetcher._records``, an empty ``OrderedDict`` after
+    ``start()``, and ``PartitionRecords._consumer_record``); where they are not as
+    expected nothing is changed and False is returned. Callers accept both kinds of
+    record (:func:`offset_values`), so a future aiokafka only costs speed.
+    """
+    fetcher = getattr(consumer, "_fetcher", None)
+    buf = getattr(fetcher, "_records", None)
+    if type(buf) is not collections.OrderedDict or buf:
+        return False
+    fetcher._records = _OffsetValueFetches()
+    return True
+
+
+def offset_values(msgs: list[Any]) -> list[tuple[int, bytes | None]]:
+    """``(offset, value)`` of fetched records: the list itself when already tuples."""
+    if msgs and type(msgs[0]) is tuple:
+        return msgs
+    return [(m.offset, m.value) for m in msgs]
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -107,6 +155,9 @@ class Ingest:
             max_partition_fetch_bytes=16 << 20,
         )
         await self.consumer.start()
+        if not offset_value_records(self.consumer):
+            log.info("ingest: aiokafka's fetch buffer is not as expected; "
+                     "reading ConsumerRecords")
         self.consumer.subscribe([topic], listener=_Rebalance(self))
         try:
             while True:
@@ -114,12 +165,13 @@ class Ingest:
                     timeout_ms=int(s.batch_within_s * 1000), max_records=s.batch_max)
                 if not fetched:
                     continue
-                by_p = {tp.partition: [(m.offset, m.value) for m in msgs]
+                by_p = {tp.partition: offset_values(msgs)
                         for tp, msgs in fetched.items() if msgs}
                 async with self.presence.lock():
-                    for tp, msgs in fetched.items():
+                    for tp in fetched:
                         st = self.presence.states.get(tp.partition)
-                        if msgs and st is not None and msgs[0].offset <= st.offset:
+                        recs = by_p.get(tp.partition)
+                        if recs and st is not None and recs[0][0] <= st.offset:
                             # a fetch that goes backwards: a replay, or a reset log
                             await self.verify(tp.topic, tp.partition)
                 offsets = await self.presence.process(by_p, partial_topic, dlq_topic)
