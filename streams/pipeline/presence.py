@@ -361,22 +361,9 @@ class PartitionState:
                 if self.min_ts is None or ts < self.min_ts:
                     self.min_ts = ts
                 entry = [ts, off, li]
-                lst = devices.get(pid)
-                if lst is None:
-                    devices[pid] = [entry]
-                elif lst[-1][0] <= ts:
-                    lst.append(entry)
-                else:
-                    insort(lst, entry)
-                tid = payload[3]
-                if tid is not None:
-                    lst = ttl_devices.get(tid)
-                    if lst is None:
-                        ttl_devices[tid] = [entry]
-                    elif lst[-1][0] <= ts:
-                        lst.append(entry)
-                    else:
-                        insort(lst, entry)
+                _add(devices, pid, entry)
+                if payload[3] is not None:
+                    _add(ttl_devices, payload[3], entry)
             elif decision == HOLD:
                 payload.append(redact(raw))
             for t, _, held in released:
@@ -404,16 +391,9 @@ class PartitionState:
         if self.min_ts is None or ts < self.min_ts:
             self.min_ts = ts
         entry = [ts, off, li]
-        for table, key in ((self.devices, pid), (self.ttl_devices, tid)):
-            if key is None:  # no TTL pseudonym when TTL counts are off
-                continue
-            lst = table.get(key)
-            if lst is None:
-                table[key] = [entry]
-            elif lst[-1][0] <= ts:
-                lst.append(entry)
-            else:
-                insort(lst, entry)
+        _add(self.devices, pid, entry)
+        if tid is not None:  # no TTL pseudonym when TTL counts are off
+            _add(self.ttl_devices, tid, entry)
 
     def _identify(self, device: str, edge_pid: bool,
                   pseudonym: Callable[[str], str]) -> tuple[str, str] | None:
@@ -504,6 +484,17 @@ class PartitionState:
                 for k in expired:
                     del self.ttl_state[k]
         return out
+
+
+def _add(table: dict[str, list[list[Any]]], key: str, entry: list[Any]) -> None:
+    """Insert ``entry`` (``[ts, offset, location index]``) in ``table[key]``, kept sorted."""
+    lst = table.get(key)
+    if lst is None:
+        table[key] = [entry]
+    elif lst[-1][0] <= entry[0]:
+        lst.append(entry)
+    else:
+        insort(lst, entry)
 
 
 def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_s: float,
