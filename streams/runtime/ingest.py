@@ -20,8 +20,10 @@ fetch buffer (:func:`offset_value_records`): no ``ConsumerRecord`` per event.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
+import time
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -33,6 +35,21 @@ from streams.runtime.resilience import Status
 from streams.settings import Settings
 
 log = logging.getLogger("occustream.pipeline")
+
+
+#: Committed offsets are informational only (lag for outside tools; a partition resumes
+#: from its checkpoint), so the group commits at most once per this many seconds, and
+#: whenever a poll comes back empty.
+COMMIT_INTERVAL_S = 1.0
+#: Event-loop turns given to aiokafka's fetcher after each poll: enough for it to send
+#: the next fetch for the partitions just drained, whose answer then arrives while the
+#: batch is processed (CPU-bound, no await) instead of after it.
+FETCHER_TURNS = 4
+
+
+async def _let_fetcher_run() -> None:
+    for _ in range(FETCHER_TURNS):
+        await asyncio.sleep(0)
 
 
 def _offset_value(tp: Any, record: Any) -> tuple[int, bytes | None]:
@@ -140,6 +157,19 @@ class Ingest:
         self.presence.rebase(p, pos.begin)
         return True
 
+    async def _batch(self, fetched: dict[Any, list[Any]], partial_topic: str,
+                     dlq_topic: str) -> dict[int, int]:
+        """Process one fetch (all partitions); return each partition's new offset."""
+        by_p = {tp.partition: offset_values(msgs) for tp, msgs in fetched.items() if msgs}
+        async with self.presence.lock():
+            for tp in fetched:
+                st = self.presence.states.get(tp.partition)
+                recs = by_p.get(tp.partition)
+                if recs and st is not None and recs[0][0] <= st.offset:
+                    # a fetch that goes backwards: a replay, or a reset log
+                    await self.verify(tp.topic, tp.partition)
+        return await self.presence.process(by_p, partial_topic, dlq_topic)
+
     async def run(self, topic: str, partial_topic: str, dlq_topic: str) -> None:
         """Consume until cancelled."""
         s = self.s
@@ -160,25 +190,22 @@ class Ingest:
                      "reading ConsumerRecords")
         self.consumer.subscribe([topic], listener=_Rebalance(self))
         try:
+            pending: dict[int, int] = {}  # partition → offset processed, not yet committed
+            committed_at = 0.0
             while True:
                 fetched = await self.consumer.getmany(
                     timeout_ms=int(s.batch_within_s * 1000), max_records=s.batch_max)
-                if not fetched:
-                    continue
-                by_p = {tp.partition: offset_values(msgs)
-                        for tp, msgs in fetched.items() if msgs}
-                async with self.presence.lock():
-                    for tp in fetched:
-                        st = self.presence.states.get(tp.partition)
-                        recs = by_p.get(tp.partition)
-                        if recs and st is not None and recs[0][0] <= st.offset:
-                            # a fetch that goes backwards: a replay, or a reset log
-                            await self.verify(tp.topic, tp.partition)
-                offsets = await self.presence.process(by_p, partial_topic, dlq_topic)
-                try:
-                    await self.consumer.commit(
-                        {TopicPartition(topic, p): o + 1 for p, o in offsets.items()})
-                except Exception as exc:  # noqa: BLE001 - informational (lag) only
-                    log.debug("commit skipped: %s", exc)
+                if fetched:
+                    await _let_fetcher_run()
+                    pending.update(await self._batch(fetched, partial_topic, dlq_topic))
+                now = time.monotonic()
+                if pending and (not fetched or now - committed_at >= COMMIT_INTERVAL_S):
+                    committed_at = now
+                    try:
+                        await self.consumer.commit(
+                            {TopicPartition(topic, p): o + 1 for p, o in pending.items()})
+                    except Exception as exc:  # noqa: BLE001 - informational (lag) only
+                        log.debug("commit skipped: %s", exc)
+                    pending = {}
         finally:
             await self.consumer.stop()
