@@ -120,6 +120,8 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
                              tp.partition, st.offset + 1)
                 else:
                     await consumer.seek_to_beginning(tp)
+                    self.ingest.seeks += 1
+                    self.ingest.rewound[tp.partition] = self.ingest.seeks
 
 
 class Ingest:
@@ -131,6 +133,11 @@ class Ingest:
         self.presence = presence
         self.status = status or Status()
         self.consumer: Any = None
+        # partition → number of the rebalance listener's seek to its log start. At the
+        # first assignment a fetch races the listener: a batch polled before the seek is
+        # followed by the same records again, which is not a reset log (no verify)
+        self.seeks = 0
+        self.rewound: dict[int, int] = {}
 
     async def verify(self, topic: str, p: int) -> bool:
         """Check partition ``p``'s checkpoint against the broker's log; rebase on a reset.
@@ -158,14 +165,21 @@ class Ingest:
         return True
 
     async def _batch(self, fetched: dict[Any, list[Any]], partial_topic: str,
-                     dlq_topic: str) -> dict[int, int]:
-        """Process one fetch (all partitions); return each partition's new offset."""
+                     dlq_topic: str, seeks: int) -> dict[int, int]:
+        """Process one poll (all partitions); return each partition's new offset.
+
+        ``seeks``: :attr:`seeks` when the poll returned.
+        """
         by_p = {tp.partition: offset_values(msgs) for tp, msgs in fetched.items() if msgs}
         async with self.presence.lock():
             for tp in fetched:
                 st = self.presence.states.get(tp.partition)
                 recs = by_p.get(tp.partition)
-                if recs and st is not None and recs[0][0] <= st.offset:
+                sought = self.rewound.get(tp.partition)
+                if sought is not None and sought <= seeks:  # polled after the seek
+                    if recs and (st is None or recs[-1][0] > st.offset):
+                        del self.rewound[tp.partition]  # the records read again are over
+                elif recs and st is not None and recs[0][0] <= st.offset:
                     # a fetch that goes backwards: a replay, or a reset log
                     await self.verify(tp.topic, tp.partition)
         return await self.presence.process(by_p, partial_topic, dlq_topic)
@@ -196,8 +210,9 @@ class Ingest:
                 fetched = await self.consumer.getmany(
                     timeout_ms=int(s.batch_within_s * 1000), max_records=s.batch_max)
                 if fetched:
+                    seeks = self.seeks
                     await _let_fetcher_run()
-                    pending.update(await self._batch(fetched, partial_topic, dlq_topic))
+                    pending.update(await self._batch(fetched, partial_topic, dlq_topic, seeks))
                 now = time.monotonic()
                 if pending and (not fetched or now - committed_at >= COMMIT_INTERVAL_S):
                     committed_at = now
