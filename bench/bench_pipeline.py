@@ -10,6 +10,15 @@
   a topic with the same partitions, alternated with the worker in the same run (the
   machine's ceiling); ``ingest_ratio`` = the ratio of the two medians
   (``ingest_ratio_runs``: per repeat). The issue 13 target: ≥ 100k events/s, ratio ≥ 0.25.
+  Measured on this 2-core machine, shared with other jobs (``python -m bench pipeline``,
+  medians of 3): 157k events/s against the raw consumer's 377k/s, ratio 0.415 (runs
+  0.46, 0.30, 0.40). Before (commit f8a02df): 106k/s, ratio 0.18 on a quiet machine; the
+  two workers alternated in one run with the same raw consumer: 116k vs 34k events/s,
+  ratios 0.42 vs 0.12. What made the difference: no ``ConsumerRecord`` per event
+  (:func:`streams.runtime.ingest.offset_value_records`), far fewer garbage collections
+  of the worker's heap (:func:`occustream.worker.tune_gc`), the TTL-pseudonym memo, no
+  log-position check after the listener's own seek, and the fetcher sending its next
+  fetch while a batch is processed.
 * ``stage_*`` — the presence stage alone, no broker (:mod:`bench.bench_presence_stage`).
 * ``faust_agent_events_per_s`` — the same with ``ingest=faust`` (Faust agent +
   ``stream.take_events``) for comparison (quick mode: skipped).
