@@ -10,6 +10,18 @@
   a topic with the same partitions, alternated with the worker in the same run (the
   machine's ceiling); ``ingest_ratio`` = the ratio of the two medians
   (``ingest_ratio_runs``: per repeat). The issue 13 target: ≥ 100k events/s, ratio ≥ 0.25.
+  Measured on this 2-core machine, shared with other jobs (``python -m bench pipeline``,
+  medians of 3, load ≈ 1): 210k events/s against the raw consumer's 446k/s, ratio 0.469
+  (runs 0.469, 0.468, 0.436); at load ≈ 4: 157k vs 377k/s, 0.415. Before (commit
+  f8a02df): 106k/s, ratio 0.18; the two workers alternated in one run with the same raw
+  consumer (3 days, 3 repeats, load 3–6): 116k vs 34k events/s, ratios 0.42 vs 0.12.
+  What made the difference: no ``ConsumerRecord`` per event
+  (:func:`streams.runtime.ingest.offset_value_records`), far fewer garbage collections
+  of the worker's heap (:func:`occustream.worker.tune_gc`), the TTL-pseudonym memo, no
+  log-position check after the listener's own seek, and the fetcher sending its next
+  fetch while a batch is processed. Tick latency at 2,000 events/s, the two workers
+  alternated (load ≈ 1): p95 1.11 / 1.13 s here, 1.11 / 1.16 s at f8a02df (both above
+  the 1-s target today); p50 0.46 / 0.47 s vs 0.42 / 0.40 s.
 * ``stage_*`` — the presence stage alone, no broker (:mod:`bench.bench_presence_stage`).
 * ``faust_agent_events_per_s`` — the same with ``ingest=faust`` (Faust agent +
   ``stream.take_events``) for comparison (quick mode: skipped).

@@ -19,6 +19,7 @@ Figures (medians over repeats, this process):
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import statistics
 import subprocess
@@ -83,6 +84,7 @@ def stage_seconds(mod: Any, parts: list, *, checkpoint: bool = False) -> float:
     pseudo = pseudonymizer(SECRET)
     states = {p: mod.PartitionState(p) for p, _ in parts}
     longest = max(len(recs) for _, recs in parts)
+    gc.collect()  # every pass starts from the same heap (the last pass's states are garbage)
     t0 = time.perf_counter()
     for start in range(0, longest, BATCH):  # round robin, as a fetch of all partitions
         for p, recs in parts:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from occupancy import redis_layout as rl
+from readmodel.reader import follow, stream_end
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +63,9 @@ class Broker:
 
     async def start(self) -> None:
         """Start the Redis readers."""
-        from readmodel.reader import public_alert, public_incident_event
-
         self._tasks = [asyncio.create_task(self._updates()),
-                       asyncio.create_task(self._follow(rl.ALERTS_STREAM, "alert",
-                                                        public_alert)),
-                       asyncio.create_task(self._follow(rl.INCIDENTS_STREAM, "incident",
-                                                        public_incident_event))]
+                       asyncio.create_task(self._follow(rl.ALERTS_STREAM, "alert")),
+                       asyncio.create_task(self._follow(rl.INCIDENTS_STREAM, "incident"))]
 
     async def stop(self) -> None:
         """Stop the readers and end every subscriber's stream."""
@@ -137,22 +134,16 @@ class Broker:
                 log.exception("updates listener failed; reconnecting in 1 s")
                 await asyncio.sleep(1.0)
 
-    async def _follow(self, stream: str, event: str,
-                      public: Callable[[str, Any], dict[str, Any]]) -> None:
+    async def _follow(self, stream: str, event: str) -> None:
         """Follow ``stream`` from its end; publish each entry (public fields) as ``event``."""
         last = "$"
         while True:
             try:
                 if last == "$":
-                    newest = await self.client.xrevrange(stream, count=1)
-                    last = newest[0][0].decode() if newest else "0-0"
-                rows = await self.client.xread({stream: last}, block=1000, count=500)
-                for _, entries in rows or []:
-                    for sid, fields in entries:
-                        sid_s = sid.decode() if isinstance(sid, bytes) else str(sid)
-                        doc = public(sid_s, fields.get(b"data", fields.get("data")))
-                        self.publish(sse_message(event, doc, event_id=sid_s))
-                        last = sid_s
+                    last = await stream_end(self.client, stream)
+                async for sid, doc in follow(self.client, stream, last, count=500):
+                    self.publish(sse_message(event, doc, event_id=sid))
+                    last = sid
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - Redis hiccup: retry

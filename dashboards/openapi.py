@@ -60,185 +60,182 @@ def spec(server_url: str = "/") -> dict[str, Any]:
     return doc
 
 
+_REF = "#/components/schemas/"
+_FORMAT = _q("format", "json (default) or csv", {"type": "string", "enum": ["json", "csv"]})
+_CSV = {"text/csv": {"schema": {"type": "string"}}}
+_DESCRIPTION = (
+    "Released (differentially private) occupancy, over-capacity incidents, "
+    "fire-code alerts (MIDE decisions) and, for "
+    "admins, the privacy ledger. Send `Authorization: Bearer <token>` (or "
+    "`?access_token=`). The analyst token reads everything except the ledger; "
+    "the admin token also reads the ledger and acknowledges incidents. True "
+    "counts are never served."
+)
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": _REF + name}
+
+
+def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
+    """An object schema; ``properties`` omitted when none are given."""
+    out: dict[str, Any] = {"type": "object", "required": required}
+    if properties:
+        out["properties"] = properties
+    return out
+
+
+def _nullable(kind: str) -> dict[str, Any]:
+    return {"type": kind, "nullable": True}
+
+
+def _op(summary: str, ok: dict[str, Any], *, parameters: list[dict[str, Any]] | None = None,
+        errors: tuple[str, ...] = ("401",), method: str = "get") -> dict[str, Any]:
+    """One path item with one operation: ``ok`` as 200, ``_ERR`` for each of ``errors``."""
+    op: dict[str, Any] = {"summary": summary}
+    if parameters is not None:
+        op["parameters"] = parameters
+    op["responses"] = {"200": ok, **{code: _ERR for code in errors}}
+    return {method: op}
+
+
+def _json_or_csv(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": "OK", "content": {_JSON: {"schema": schema}, **_CSV}}
+
+
+def _limit(desc: str, maximum: int) -> dict[str, Any]:
+    return _q("limit", desc, {"type": "integer", "minimum": 1, "maximum": maximum})
+
+
+def _ack(kind: str, summary: str) -> dict[str, Any]:
+    param = {"name": f"{kind}_id", "in": "path", "required": True,
+             "schema": {"type": "string"}}
+    return _op(summary, _ok({"type": "object"}), parameters=[param],
+               errors=("400", "401", "403"), method="post")
+
+
+def _list(kind: str, summary: str, item: str) -> dict[str, Any]:
+    """``/api/alerts`` and ``/api/incidents``: newest first, JSON or CSV."""
+    schema = _obj([kind], **{kind: {"type": "array", "items": _ref(item)}})
+    return _op(summary, _json_or_csv(schema),
+               parameters=[_limit(f"max {kind}", 1000), _FORMAT], errors=("400", "401"))
+
+
+def _read_paths() -> dict[str, Any]:
+    """The paths of who and what: role, site, mechanisms, ticks, snapshot."""
+    day = _q("day", "UTC day YYYY-MM-DD", {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"})
+    return {
+        "/api/whoami": _op("the caller's role", _ok(_obj(["role"], role={
+            "type": "string", "enum": ["analyst", "admin"]}))),
+        "/api/site": _op("building plans: floors and location polygons", _ok(_ref("Site"))),
+        "/api/mechanisms": _op("mechanisms with data and their public parameters", _ok(_obj(
+            ["mechanisms"], mechanisms={"type": "array", "items": _ref("Mechanism")}))),
+        "/api/ticks": _op("ticks released for a mechanism (optionally one UTC day)", _ok(_obj(
+            ["mech", "ticks"], mech={"type": "string"},
+            ticks={"type": "array", "items": {"type": "number"}})),
+            parameters=[_MECH, day], errors=("400", "401")),
+        "/api/snapshot": _op(
+            "every location's released value at a tick (default latest)", _ok(_ref("Snapshot")),
+            parameters=[_MECH, _q("tick", "epoch seconds", {"type": "number"})],
+            errors=("400", "401")),
+    }
+
+
+def _history_path() -> dict[str, Any]:
+    params = [
+        _MECH,
+        _q("location", "location id", {"type": "string"}, required=True),
+        _q("start", "epoch seconds (inclusive)", {"type": "number"}),
+        _q("end", "epoch seconds (inclusive)", {"type": "number"}),
+        _limit("max rows", 100000),
+        _FORMAT,
+    ]
+    return {"/api/history": _op("released values of one location over time (JSON or CSV)",
+                                _json_or_csv(_ref("History")), parameters=params,
+                                errors=("400", "401"))}
+
+
+def _alert_paths() -> dict[str, Any]:
+    """Alerts, incidents and their acknowledgements."""
+    return {
+        "/api/alerts": _list("alerts", "fire-code alerts, newest first", "Alert"),
+        "/api/alerts/{alert_id}/ack": _ack("alert", "acknowledge an alert (admin)"),
+        "/api/incidents": _list("incidents", "over-capacity incidents (one per location and "
+                                "episode), the open ones first", "Incident"),
+        "/api/incidents/{incident_id}/ack": _ack(
+            "incident", "acknowledge an incident (admin; once: later calls return the "
+                        "first acknowledgement)"),
+    }
+
+
+def _privacy_and_event_paths() -> dict[str, Any]:
+    events = {"description": "event stream",
+              "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+    return {
+        "/api/ledger": _op(
+            "privacy ledger: ε per mechanism and day, device-day loss (admin)",
+            _ok(_obj(["unit", "rows"])), errors=("401", "403")),
+        "/api/privacy": _op(
+            "unit of privacy, ε_day and δ, ε spent today and the day's projection; the "
+            "header text", _ok(_obj(["unit", "protected", "headline"]))),
+        "/api/events": _op(
+            "Server-Sent Events: `tick` (a snapshot), `alert` (one MIDE decision) and "
+            "`incident` (a lifecycle event: open, update, resolve)", events,
+            parameters=[_MECH]),
+    }
+
+
+def _read_schemas() -> dict[str, Any]:
+    """Error, Mechanism, Site, Snapshot, History."""
+    number, string = {"type": "number"}, {"type": "string"}
+    point = {"type": "object", "properties": {"tick": number, "value": number}}
+    return {
+        "Error": _obj(["error", "status"], error=string, status={"type": "integer"}),
+        "Mechanism": _obj(["name", "meta"], name=string, meta={"type": "object"},
+                          latest_tick=_nullable("number")),
+        "Site": _obj(["id", "name", "buildings"]),
+        "Snapshot": _obj(["mech", "tick", "values"], mech=string, tick=_nullable("number"),
+                         values={"type": "object"}),
+        "History": _obj(["mech", "location", "points"], mech=string, location=string,
+                        points={"type": "array", "items": point}),
+    }
+
+
+def _alert_schemas() -> dict[str, Any]:
+    """Alert and Incident."""
+    number, string = {"type": "number"}, {"type": "string"}
+    peak = {**_nullable("number"), "description": "largest released (noisy) value while open"}
+    decisions = {"type": "object", "properties": {"tick": {"type": "integer"},
+                                                  "hour": {"type": "integer"}}}
+    return {
+        "Alert": _obj(["id", "tick", "location"], id=string, tick=number, location=string,
+                      capacity=_nullable("number"), algorithm=_nullable("string"),
+                      beta=_nullable("number"), acknowledged=_nullable("object")),
+        "Incident": _obj(
+            ["id", "location", "state", "opened", "last_seen"], id=string, location=string,
+            state={"type": "string", "enum": ["open", "resolved"]}, opened=number,
+            last_seen=number, resolved=_nullable("number"), capacity=_nullable("number"),
+            algorithm=_nullable("string"), beta=_nullable("number"), peak=peak,
+            peak_tick=_nullable("number"), peak_mechanism=_nullable("string"),
+            decisions=decisions, opened_by=_nullable("string"), guarantee=_nullable("string"),
+            version=_nullable("integer"), acknowledged=_nullable("object")),
+    }
+
+
 def _spec(server_url: str) -> dict[str, Any]:
-    ref = "#/components/schemas/"
     return {
         "openapi": "3.0.3",
-        "info": {
-            "title": "occustream dashboard API",
-            "version": "1.0",
-            "description": (
-                "Released (differentially private) occupancy, over-capacity incidents, "
-                "fire-code alerts (MIDE decisions) and, for "
-                "admins, the privacy ledger. Send `Authorization: Bearer <token>` (or "
-                "`?access_token=`). The analyst token reads everything except the ledger; "
-                "the admin token also reads the ledger and acknowledges incidents. True "
-                "counts are never served."
-            ),
-        },
+        "info": {"title": "occustream dashboard API", "version": "1.0",
+                 "description": _DESCRIPTION},
         "servers": [{"url": server_url}],
         "security": [{"bearer": []}, {"query_token": []}],
-        "paths": {
-            "/api/whoami": {"get": {"summary": "the caller's role", "responses": {
-                "200": _ok({"type": "object", "required": ["role"], "properties": {
-                    "role": {"type": "string", "enum": ["analyst", "admin"]}}}),
-                "401": _ERR}}},
-            "/api/site": {"get": {"summary": "building plans: floors and location polygons",
-                                  "responses": {"200": _ok({"$ref": ref + "Site"}),
-                                                "401": _ERR}}},
-            "/api/mechanisms": {"get": {
-                "summary": "mechanisms with data and their public parameters",
-                "responses": {"200": _ok({"type": "object", "required": ["mechanisms"],
-                                          "properties": {"mechanisms": {
-                                              "type": "array", "items": {
-                                                  "$ref": ref + "Mechanism"}}}}),
-                              "401": _ERR}}},
-            "/api/ticks": {"get": {
-                "summary": "ticks released for a mechanism (optionally one UTC day)",
-                "parameters": [_MECH, _q("day", "UTC day YYYY-MM-DD", {
-                    "type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"})],
-                "responses": {"200": _ok({"type": "object", "required": ["mech", "ticks"],
-                                          "properties": {"mech": {"type": "string"},
-                                                         "ticks": {"type": "array", "items": {
-                                                             "type": "number"}}}}),
-                              "400": _ERR, "401": _ERR}}},
-            "/api/snapshot": {"get": {
-                "summary": "every location's released value at a tick (default latest)",
-                "parameters": [_MECH, _q("tick", "epoch seconds", {"type": "number"})],
-                "responses": {"200": _ok({"$ref": ref + "Snapshot"}), "400": _ERR,
-                              "401": _ERR}}},
-            "/api/history": {"get": {
-                "summary": "released values of one location over time (JSON or CSV)",
-                "parameters": [
-                    _MECH,
-                    _q("location", "location id", {"type": "string"}, required=True),
-                    _q("start", "epoch seconds (inclusive)", {"type": "number"}),
-                    _q("end", "epoch seconds (inclusive)", {"type": "number"}),
-                    _q("limit", "max rows", {"type": "integer", "minimum": 1,
-                                             "maximum": 100000}),
-                    _q("format", "json (default) or csv", {"type": "string",
-                                                           "enum": ["json", "csv"]}),
-                ],
-                "responses": {
-                    "200": {"description": "OK", "content": {
-                        _JSON: {"schema": {"$ref": ref + "History"}},
-                        "text/csv": {"schema": {"type": "string"}}}},
-                    "400": _ERR, "401": _ERR}}},
-            "/api/alerts": {"get": {
-                "summary": "fire-code alerts, newest first",
-                "parameters": [_q("limit", "max alerts", {"type": "integer", "minimum": 1,
-                                                          "maximum": 1000}),
-                               _q("format", "json (default) or csv",
-                                  {"type": "string", "enum": ["json", "csv"]})],
-                "responses": {"200": {"description": "OK", "content": {
-                    _JSON: {"schema": {"type": "object", "required": ["alerts"], "properties": {
-                        "alerts": {"type": "array", "items": {"$ref": ref + "Alert"}}}}},
-                    "text/csv": {"schema": {"type": "string"}}}},
-                    "400": _ERR, "401": _ERR}}},
-            "/api/alerts/{alert_id}/ack": {"post": {
-                "summary": "acknowledge an alert (admin)",
-                "parameters": [{"name": "alert_id", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
-                "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
-                              "403": _ERR}}},
-            "/api/incidents": {"get": {
-                "summary": "over-capacity incidents (one per location and episode), the open "
-                           "ones first",
-                "parameters": [_q("limit", "max incidents", {"type": "integer", "minimum": 1,
-                                                             "maximum": 1000}),
-                               _q("format", "json (default) or csv",
-                                  {"type": "string", "enum": ["json", "csv"]})],
-                "responses": {"200": {"description": "OK", "content": {
-                    _JSON: {"schema": {"type": "object", "required": ["incidents"],
-                                       "properties": {"incidents": {
-                                           "type": "array",
-                                           "items": {"$ref": ref + "Incident"}}}}},
-                    "text/csv": {"schema": {"type": "string"}}}},
-                    "400": _ERR, "401": _ERR}}},
-            "/api/incidents/{incident_id}/ack": {"post": {
-                "summary": "acknowledge an incident (admin; once: later calls return the "
-                           "first acknowledgement)",
-                "parameters": [{"name": "incident_id", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
-                "responses": {"200": _ok({"type": "object"}), "400": _ERR, "401": _ERR,
-                              "403": _ERR}}},
-            "/api/ledger": {"get": {
-                "summary": "privacy ledger: ε per mechanism and day, device-day loss (admin)",
-                "responses": {"200": _ok({"type": "object", "required": ["unit", "rows"]}),
-                              "401": _ERR, "403": _ERR}}},
-            "/api/privacy": {"get": {
-                "summary": "unit of privacy, ε_day and δ, ε spent today and the day's "
-                           "projection; the header text",
-                "responses": {"200": _ok({"type": "object",
-                                          "required": ["unit", "protected", "headline"]}),
-                              "401": _ERR}}},
-            "/api/events": {"get": {
-                "summary": "Server-Sent Events: `tick` (a snapshot), `alert` (one MIDE "
-                           "decision) and `incident` (a lifecycle event: open, update, "
-                           "resolve)",
-                "parameters": [_MECH],
-                "responses": {"200": {"description": "event stream",
-                                      "content": {"text/event-stream": {
-                                          "schema": {"type": "string"}}}},
-                              "401": _ERR}}},
-            **_demo_paths(),
-        },
+        "paths": {**_read_paths(), **_history_path(), **_alert_paths(),
+                  **_privacy_and_event_paths(), **_demo_paths()},
         "components": {
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "query_token": {"type": "apiKey", "in": "query", "name": "access_token"},
             },
-            "schemas": {
-                "Error": {"type": "object", "required": ["error", "status"], "properties": {
-                    "error": {"type": "string"}, "status": {"type": "integer"}}},
-                "Mechanism": {"type": "object", "required": ["name", "meta"], "properties": {
-                    "name": {"type": "string"}, "meta": {"type": "object"},
-                    "latest_tick": {"type": "number", "nullable": True}}},
-                "Site": {"type": "object", "required": ["id", "name", "buildings"]},
-                "Snapshot": {"type": "object", "required": ["mech", "tick", "values"],
-                             "properties": {"mech": {"type": "string"},
-                                            "tick": {"type": "number", "nullable": True},
-                                            "values": {"type": "object"}}},
-                "History": {"type": "object", "required": ["mech", "location", "points"],
-                            "properties": {"mech": {"type": "string"},
-                                           "location": {"type": "string"},
-                                           "points": {"type": "array", "items": {
-                                               "type": "object",
-                                               "properties": {"tick": {"type": "number"},
-                                                              "value": {"type": "number"}}}}}},
-                "Alert": {"type": "object", "required": ["id", "tick", "location"],
-                          "properties": {"id": {"type": "string"},
-                                         "tick": {"type": "number"},
-                                         "location": {"type": "string"},
-                                         "capacity": {"type": "number", "nullable": True},
-                                         "algorithm": {"type": "string", "nullable": True},
-                                         "beta": {"type": "number", "nullable": True},
-                                         "acknowledged": {"type": "object",
-                                                          "nullable": True}}},
-                "Incident": {"type": "object",
-                             "required": ["id", "location", "state", "opened", "last_seen"],
-                             "properties": {
-                                 "id": {"type": "string"},
-                                 "location": {"type": "string"},
-                                 "state": {"type": "string", "enum": ["open", "resolved"]},
-                                 "opened": {"type": "number"},
-                                 "last_seen": {"type": "number"},
-                                 "resolved": {"type": "number", "nullable": True},
-                                 "capacity": {"type": "number", "nullable": True},
-                                 "algorithm": {"type": "string", "nullable": True},
-                                 "beta": {"type": "number", "nullable": True},
-                                 "peak": {"type": "number", "nullable": True,
-                                          "description": "largest released (noisy) value "
-                                                         "while open"},
-                                 "peak_tick": {"type": "number", "nullable": True},
-                                 "peak_mechanism": {"type": "string", "nullable": True},
-                                 "decisions": {"type": "object", "properties": {
-                                     "tick": {"type": "integer"},
-                                     "hour": {"type": "integer"}}},
-                                 "opened_by": {"type": "string", "nullable": True},
-                                 "guarantee": {"type": "string", "nullable": True},
-                                 "version": {"type": "integer", "nullable": True},
-                                 "acknowledged": {"type": "object", "nullable": True}}},
-            },
+            "schemas": {**_read_schemas(), **_alert_schemas()},
         },
     }

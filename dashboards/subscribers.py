@@ -21,7 +21,7 @@ from typing import Any
 
 from mechanisms.errors import ConfigError
 from occupancy import redis_layout as rl
-from readmodel.reader import public_alert, public_incident_event
+from readmodel.reader import follow, recent_entries
 
 
 def format_alert(alert: dict[str, Any], names: dict[str, str] | None = None) -> str:
@@ -90,18 +90,14 @@ async def _follow(url: str, args: argparse.Namespace, names: dict[str, str]) -> 
 
     client = aioredis.Redis.from_url(url)
     stream = rl.ALERTS_STREAM if args.decisions else rl.INCIDENTS_STREAM
-    public = public_alert if args.decisions else public_incident_event
     try:
-        recent = await client.xrevrange(stream, count=max(args.last, 1))
-        last = recent[0][0].decode() if recent else "0-0"
-        for sid, fields in reversed(recent[: args.last] if args.last > 0 else []):
-            _print(public(sid.decode(), fields.get(b"data")), args, names)
-        while args.follow:
-            rows = await client.xread({stream: last}, block=1000, count=100)
-            for _, entries in rows or []:
-                for sid, fields in entries:
-                    last = sid.decode()
-                    _print(public(last, fields.get(b"data")), args, names)
+        recent = await recent_entries(client, stream, max(args.last, 1))
+        last = recent[-1][0] if recent else "0-0"
+        for _, doc in recent if args.last > 0 else []:
+            _print(doc, args, names)
+        if args.follow:
+            async for _, doc in follow(client, stream, last):
+                _print(doc, args, names)
     finally:
         await client.aclose()
 

@@ -50,7 +50,7 @@ import aiohttp
 
 from mechanisms.errors import ConfigError, check_positive
 from occupancy import redis_layout as rl
-from readmodel.reader import public_alert, public_incident_event
+from readmodel.reader import read_after, stream_end
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +165,7 @@ class WebhookDispatcher:
         if cur is not None:
             return cur.decode() if isinstance(cur, bytes) else str(cur)
         if self.start == "$":
-            newest = await client.xrevrange(self.stream, count=1)
-            cur = newest[0][0].decode() if newest else "0-0"
+            cur = await stream_end(client, self.stream)
         else:
             cur = "0-0"
         await client.set(rl.webhook_cursor(self.name, self.stream), cur)
@@ -207,26 +206,21 @@ class WebhookDispatcher:
                        block_ms: int = 1000) -> int:
         """Handle the entries after the cursor (waiting up to ``block_ms``); return how many."""
         cur = await self._cursor(client)
-        rows = await client.xread({self.stream: cur}, block=block_ms, count=100)
-        public = public_incident_event if self.source == "incidents" else public_alert
         n = 0
-        for _, entries in rows or []:
-            for sid, fields in entries:
-                sid_s = sid.decode() if isinstance(sid, bytes) else str(sid)
-                alert = public(sid_s, fields.get(b"data", fields.get("data")))
-                error = await self.deliver(session, alert)
-                if error is None:
-                    self.delivered += 1
-                else:
-                    self.dead_lettered += 1
-                    log.warning("webhook %s: alert %s dead-lettered after %s", self.name, sid_s,
-                                error)
-                    await client.rpush(rl.webhook_dlq(self.name, self.stream), json.dumps({
-                        "alert": alert, "idempotency_key": self._key(alert),
-                        "url": public_url(self.url), "name": self.name, "error": error,
-                        "ts": time.time()}))
-                await client.set(rl.webhook_cursor(self.name, self.stream), sid_s)
-                n += 1
+        for sid_s, alert in await read_after(client, self.stream, cur, block_ms=block_ms):
+            error = await self.deliver(session, alert)
+            if error is None:
+                self.delivered += 1
+            else:
+                self.dead_lettered += 1
+                log.warning("webhook %s: alert %s dead-lettered after %s", self.name, sid_s,
+                            error)
+                await client.rpush(rl.webhook_dlq(self.name, self.stream), json.dumps({
+                    "alert": alert, "idempotency_key": self._key(alert),
+                    "url": public_url(self.url), "name": self.name, "error": error,
+                    "ts": time.time()}))
+            await client.set(rl.webhook_cursor(self.name, self.stream), sid_s)
+            n += 1
         return n
 
     async def run(self) -> None:

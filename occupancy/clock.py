@@ -118,7 +118,8 @@ class PartitionClock:
         returned lists are ``[ts, seen index, payload]``; the expired ones are
         ``far_future``.
         """
-        c0 = self.value
+        own, floor = self.own, self.floor  # c0 = self.value, inlined (the hot path)
+        c0 = floor if own is None else own if floor is None or own > floor else floor
         if c0 is not None and ts < c0 - self.lateness_s:
             return TOO_LATE, [], []
         self.seen += 1
@@ -128,19 +129,22 @@ class PartitionClock:
         if len(win) > 2 * q:
             del srt[bisect_left(srt, win.pop(0))]
         # only a record above ``own`` can raise the statistic above it
-        if len(win) >= q and (self.own is None or ts > self.own):
+        if len(win) >= q and (own is None or ts > own):
             s = self._quorum_time()
-            if s is not None and (self.own is None or s > self.own):
-                self.own = s
-        c = self.value
+            if s is not None and (own is None or s > own):
+                self.own = own = s
+        c = floor if own is None else own if floor is None or own > floor else floor
+        held = self.held
         if c is not None and ts <= c + self.max_future_s:
             decision = ADMIT
         else:
             decision = HOLD
-            self.held.append([ts, self.seen, payload])
-        released = self._release() if self.held and c != c0 else []
+            held.append([ts, self.seen, payload])
+        if not held:
+            return decision, [], []
+        released = self._release() if c != c0 else []
         expired = []
-        while self.held and self.seen - self.held[0][1] >= self.quorum:
+        while self.held and self.seen - self.held[0][1] >= q:
             expired.append(self.held.pop(0))
         return decision, released, expired
 

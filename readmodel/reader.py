@@ -13,6 +13,7 @@ import json
 import math
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -83,6 +84,61 @@ def public_incident_event(event_id: str, raw: Any) -> dict[str, Any]:
     doc = doc if isinstance(doc, dict) else {}
     return {"id": event_id, "event": doc.get("event"), "key": doc.get("key"),
             "incident": public_incident(json.dumps(doc.get("incident") or {}))}
+
+
+#: The public view of an entry of each stream that subscribers follow.
+_PUBLIC_ENTRY: dict[str, Callable[[str, Any], dict[str, Any]]] = {
+    rl.ALERTS_STREAM: public_alert, rl.INCIDENTS_STREAM: public_incident_event}
+
+
+async def stream_end(client: Any, stream: str) -> str:
+    """The id of the newest entry of ``stream`` (``"0-0"`` when it is empty).
+
+    Reading after it (:func:`read_after`) gives the entries added from now on.
+    """
+    newest = await client.xrevrange(stream, count=1)
+    return _s(newest[0][0]) if newest else "0-0"
+
+
+async def recent_entries(client: Any, stream: str, n: int) -> list[tuple[str, dict[str, Any]]]:
+    """The newest ``n`` entries of ``stream``, oldest first, as ``(id, public doc)``."""
+    if n <= 0:
+        return []
+    rows = await client.xrevrange(stream, count=n)
+    return [(_s(sid), _PUBLIC_ENTRY[stream](_s(sid), f.get(b"data", f.get("data"))))
+            for sid, f in reversed(rows)]
+
+
+async def read_after(client: Any, stream: str, after: str, *, block_ms: int = 1000,
+                     count: int = 100) -> list[tuple[str, dict[str, Any]]]:
+    """The entries of the alerts or incidents stream after id ``after``, oldest first.
+
+    The one tail read of these streams (the SSE broker, ``occustream alerts --follow``
+    and the webhook dispatchers use it): waits up to ``block_ms`` for a first entry,
+    returns at most ``count``, each as ``(stream id, public doc)`` — only the public
+    fields (:func:`public_alert`, :func:`public_incident_event`) leave this module.
+    """
+    public = _PUBLIC_ENTRY[stream]
+    rows = await client.xread({stream: after}, block=block_ms, count=count)
+    out = []
+    for _, entries in rows or []:
+        for sid, fields in entries:
+            sid_s = _s(sid)
+            out.append((sid_s, public(sid_s, fields.get(b"data", fields.get("data")))))
+    return out
+
+
+async def follow(client: Any, stream: str, after: str, *, block_ms: int = 1000,
+                 count: int = 100) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Every entry of ``stream`` after id ``after``, as :func:`read_after` reads them, forever.
+
+    A caller that wants to resume after a failure keeps the last id it got.
+    """
+    while True:
+        for sid, doc in await read_after(client, stream, after, block_ms=block_ms,
+                                         count=count):
+            after = sid
+            yield sid, doc
 
 
 def _max_hour_epsilon(released: dict[float, float]) -> float:

@@ -56,7 +56,7 @@ from occupancy.schema import (
     parse_observation,
     quick_fields,
 )
-from streams.pipeline.identity import state_from_json, state_to_json
+from streams.pipeline.identity import salt_window, state_from_json, state_to_json
 
 REDACTED = "<redacted>"
 #: emptied; 2¹⁶ ≈ the devices of a large campus in one partition's validity window.
@@ -240,11 +240,15 @@ class PartitionState:
     ttl_state: dict[str, Any] = field(default_factory=dict)
     dlq_counts: dict[str, int] = field(default_factory=dict)
     clock: dict[str, Any] = field(default_factory=dict)
-    # memo of a pure function, in process memory only (not in checkpoints, not compared):
-    # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms, and the
-    # pseudonymizer they were computed with
+    # memos of pure functions, in process memory only (not in checkpoints, not compared):
+    # device as sent → (MAC, pseudonym) for raw MACs and for edge pseudonyms; HMAC
+    # pseudonym → (TTL state, TTL pseudonym, the event times for which that salt holds
+    # (identity.salt_window), the salted identifier: the MAC, or the pseudonym for a
+    # record pseudonymised at the edge); and what they were computed with
     _macs: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _edge: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    _ttl_memo: dict[str, tuple[Any, str, float, float, str]] = field(
+        default_factory=dict, repr=False, compare=False)
     _memo_of: Any = field(default=None, repr=False, compare=False)
 
     # ---- serialisation -------------------------------------------------------------
@@ -278,15 +282,21 @@ class PartitionState:
         """
         out = BatchResult()
         clock = self.make_clock(cfg)
+        offer = clock.offer
         ap_location, loc_index = cfg.ap_location, cfg.location_index
         dlq_counts = self.dlq_counts
         track_ttl = cfg.track_ttl and ttl_step is not None
         secret, ttl_s = cfg.secret, cfg.ttl_s
         ap_li = {ap: loc_index.get(loc, -1) for ap, loc in ap_location.items()}
-        if self._memo_of is not pseudonym:
-            self._memo_of = pseudonym
-            self._macs, self._edge = {}, {}
-        macs, edge = self._macs, self._edge
+        memo_of = (pseudonym, ttl_step, secret, ttl_s)
+        if self._memo_of != memo_of:
+            self._memo_of = memo_of
+            self._macs, self._edge, self._ttl_memo = {}, {}, {}
+        macs, edge, ttl_memo = self._macs, self._edge, self._ttl_memo
+        if len(ttl_memo) >= MEMO_SIZE:
+            ttl_memo.clear()
+        devices, ttl_devices, ttl_state = self.devices, self.ttl_devices, self.ttl_state
+        admit = self._admit
         last = self.offset
         now = time.time()
 
@@ -296,6 +306,7 @@ class PartitionState:
             out.dlq.append(json.dumps({"raw": text, "reason": reason, "ts_received": now},
                                       separators=(",", ":")).encode())
 
+        processed = 0
         for off, raw in records:
             if off <= last:
                 out.skipped += 1
@@ -305,10 +316,10 @@ class PartitionState:
                 bad = self._marker(raw, cfg, clock)
                 if bad is None:
                     continue
-                out.processed += 1
+                processed += 1
                 dead(bad.reason, redact(raw))
                 continue
-            out.processed += 1
+            processed += 1
             # hot path: a plainly well-formed record of a memoised device at a known AP
             # (one MAC check and one HMAC per device, not per record); anything else takes
             # the full parse, which names the DLQ reason — both give the same result
@@ -332,24 +343,34 @@ class PartitionState:
             else:
                 device, pid = ident
             # [offset, location index, pseudonym, TTL pseudonym, redacted raw if held]
-            payload: list[Any] = [off, li, None, None]
-            decision, released, expired = clock.offer(ts, payload)
+            payload: list[Any] = [off, li, pid, None]
+            decision, released, expired = offer(ts, payload)
             if decision == TOO_LATE:
                 dead("too_late", redact(raw))
                 continue
-            payload[2] = pid
             if track_ttl:  # in arrival order, held or not (the salt needs the raw MAC)
-                payload[3], ttl_state_ = ttl_step(secret, device, ts,
-                                                  self.ttl_state.get(pid), ttl_s)
-                self.ttl_state[pid] = ttl_state_
-            if decision == ADMIT:
-                self._admit(ts, payload)
+                st = ttl_state.get(pid)
+                m = ttl_memo.get(pid)
+                if m is not None and m[0] is st and m[2] <= ts < m[3] and m[4] == device:
+                    payload[3] = m[1]  # the salt holds: ttl_step would return (m[1], st)
+                else:
+                    payload[3], st = ttl_step(secret, device, ts, st, ttl_s)  # type: ignore[misc]
+                    ttl_state[pid] = st
+                    ttl_memo[pid] = (st, payload[3], *salt_window(st, ttl_s), device)
+            if decision == ADMIT:  # self._admit(ts, payload), inlined
+                if self.min_ts is None or ts < self.min_ts:
+                    self.min_ts = ts
+                entry = [ts, off, li]
+                _add(devices, pid, entry)
+                if payload[3] is not None:
+                    _add(ttl_devices, payload[3], entry)
             elif decision == HOLD:
                 payload.append(redact(raw))
-            for ts, _, held in released:
-                self._admit(ts, held)
+            for t, _, held in released:
+                admit(t, held)
             for _, _, held in expired:
                 dead("far_future", held[4] if len(held) > 4 else REDACTED)
+        out.processed = processed
         self.offset = last
         self.max_ts = clock.value
         self.clock = clock.to_json()
@@ -370,16 +391,9 @@ class PartitionState:
         if self.min_ts is None or ts < self.min_ts:
             self.min_ts = ts
         entry = [ts, off, li]
-        for table, key in ((self.devices, pid), (self.ttl_devices, tid)):
-            if key is None:  # no TTL pseudonym when TTL counts are off
-                continue
-            lst = table.get(key)
-            if lst is None:
-                table[key] = [entry]
-            elif lst[-1][0] <= ts:
-                lst.append(entry)
-            else:
-                insort(lst, entry)
+        _add(self.devices, pid, entry)
+        if tid is not None:  # no TTL pseudonym when TTL counts are off
+            _add(self.ttl_devices, tid, entry)
 
     def _identify(self, device: str, edge_pid: bool,
                   pseudonym: Callable[[str], str]) -> tuple[str, str] | None:
@@ -470,6 +484,17 @@ class PartitionState:
                 for k in expired:
                     del self.ttl_state[k]
         return out
+
+
+def _add(table: dict[str, list[list[Any]]], key: str, entry: list[Any]) -> None:
+    """Insert ``entry`` (``[ts, offset, location index]``) in ``table[key]``, kept sorted."""
+    lst = table.get(key)
+    if lst is None:
+        table[key] = [entry]
+    elif lst[-1][0] <= entry[0]:
+        lst.append(entry)
+    else:
+        insort(lst, entry)
 
 
 def _count_range(devices: dict[str, list[list[float]]], t0: float, n: int, tick_s: float,

@@ -136,9 +136,11 @@ class PresenceRuntime:
             st = await self._state(p, recs[0][0])
             res = st.process(recs, self.cfg, self.pseudonym,
                              ttl_step if self.cfg.track_ttl else None)
-            at = [v for o, v in recs if o == st.offset]
-            if at:
-                self.fps[p] = fingerprint(at[-1])
+            for o, v in reversed(recs):  # the record at the new offset, if in this batch
+                if o <= st.offset:
+                    if o == st.offset:
+                        self.fps[p] = fingerprint(v)
+                    break
             self.events_in += res.processed
             for d in res.dlq:
                 await self.output.send(dlq_topic, None, d)
