@@ -249,7 +249,9 @@ class PegasusFilterStream(_Base):
 
     All of ε goes to the Perturber (exactly the Laplace release, parallel over
     locations); the forward filter and the smoother read only the noisy counts and the
-    public model, so they cost nothing.
+    public model, so they cost nothing. Each room's level range covers 3 × its public
+    capacity when ``params.capacities`` is given (:func:`mechanisms.pegasus_filter.
+    max_counts_for`), else 0..511.
     """
 
     name = "pegasus-filter"
