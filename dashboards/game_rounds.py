@@ -426,7 +426,8 @@ def make_round(site: Site, *, mechanism: str, epsilon: float, seed: int | None =
     true, tasks = make_tasks(site, ticks, table.counts, midnight, choice)
     params = registry.ReleaseParams(
         epsilon=float(epsilon), epsilon_day=float(epsilon), delta=DEFAULT_DELTA,
-        paths=tuple(tuple(p) for p in site.hierarchy()), ticks_per_day=TICKS_PER_DAY)
+        paths=tuple(tuple(p) for p in site.hierarchy()), ticks_per_day=TICKS_PER_DAY,
+        capacities=tuple(site.capacities))
     mech = registry.build(mechanism, params)
     released, records = release_day(mech, ticks, true, name=rid, epsilon_day=float(epsilon),
                                     rng=rng)

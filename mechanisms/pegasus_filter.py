@@ -55,6 +55,7 @@ prediction runs in O(K) per location (two first-order recursions with
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 from dataclasses import dataclass
@@ -70,10 +71,16 @@ from mechanisms.noise import discrete_laplace, resolve_rng
 __all__ = [
     "PegasusFilterConfig",
     "PegasusFilterState",
+    "RANGE_CAPACITIES",
+    "banks_from_bytes",
+    "banks_of",
+    "banks_to_bytes",
     "filter_step",
     "initialize",
+    "max_counts_for",
     "posterior_moments",
     "update",
+    "update_banks",
 ]
 
 _MAGIC = b"PGF1"
@@ -93,8 +100,9 @@ class PegasusFilterConfig:
     Attributes:
         epsilon: event-level ε per tick, all of it for the Perturber.
         max_count: K, the largest level the posterior holds (releases are ≤ K; a count
-            above K is released as K at most). Default 511 covers every room of the
-            shipped sites (largest capacity 461 in dbh; raise it for larger rooms).
+            above K is released as K at most). Default 511; the registry raises it per
+            location to cover 3 × the room's public capacity (:func:`max_counts_for`,
+            e.g. 2047 for campus rooms of capacity 342–682).
         move_empty: m(0), probability that an empty location's count changes in a tick.
         move_low: m(c) for 1 ≤ c ≤ 2.
         move_busy: m(c) for c ≥ 3.
@@ -330,3 +338,114 @@ def update(
     post, released = filter_step(state.posterior, noisy, config)
     return PegasusFilterState(post, new_tick), released
 
+
+
+#: Public level range per location, in multiples of its (public) capacity: the range
+#: the release stage already gives DPPWLM (streams/pipeline/release.py; simulated
+#: campus rooms reach 1.9× capacity).
+RANGE_CAPACITIES = 3.0
+
+
+def max_counts_for(capacities: np.ndarray | list[int] | tuple[int, ...],
+                   config: PegasusFilterConfig) -> np.ndarray:
+    """Per-location K from public capacities: ``config.max_count`` or more.
+
+    K is the smallest 2^j − 1 ≥ :data:`RANGE_CAPACITIES` × capacity, and never below
+    ``config.max_count``: a room whose public range fits the default keeps it (and its
+    release is unchanged); a larger room gets the next power-of-two grid, so the
+    locations fall into a few banks of equal K (:func:`update_banks`).
+
+    Raises:
+        InvalidParameterError: a capacity that is not finite and ≥ 0, or a K > 65535.
+    """
+    cap = np.asarray(capacities, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(cap) & (cap >= 0)):
+        raise InvalidParameterError(f"capacities must be finite and ≥ 0, not {capacities!r}")
+    need = np.ceil(RANGE_CAPACITIES * cap) + 1.0  # levels 0..3·cap
+    k = (2.0 ** np.ceil(np.log2(np.maximum(need, 1.0)))).astype(np.int64) - 1
+    k = np.maximum(k, int(config.max_count))
+    if k.size and int(k.max()) > 65535:
+        raise InvalidParameterError(f"capacities must need max_count ≤ 65535, not {int(k.max())}")
+    return k
+
+
+def banks_of(max_counts: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(K, location indices in order) per distinct K, ascending K."""
+    k = np.asarray(max_counts, dtype=np.int64)
+    return [(int(v), np.flatnonzero(k == v)) for v in np.unique(k)]
+
+
+def banks_to_bytes(states: list[PegasusFilterState]) -> bytes:
+    """The banks' states one after another (one bank: its :meth:`PegasusFilterState.to_bytes`)."""
+    return b"".join(s.to_bytes() for s in states)
+
+
+def banks_from_bytes(data: bytes) -> list[PegasusFilterState]:
+    """Inverse of :func:`banks_to_bytes` (each header says its bank's size).
+
+    Raises:
+        InvalidParameterError: not a sequence of PeGaSus-filter states, or truncated.
+    """
+    out: list[PegasusFilterState] = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < _HEADER.size:
+            raise InvalidParameterError(
+                f"data must be PeGaSus-filter states, not {len(data) - pos} trailing bytes")
+        _, n, lv, _ = _HEADER.unpack_from(data, pos)
+        end = pos + _HEADER.size + 4 * n * lv
+        out.append(PegasusFilterState.from_bytes(data[pos:end]))
+        pos = end
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _bank_config(config: PegasusFilterConfig, max_count: int) -> PegasusFilterConfig:
+    return dataclasses.replace(config, max_count=int(max_count))
+
+
+def update_banks(
+    states: list[PegasusFilterState] | None,
+    counts: np.ndarray | list[int],
+    config: PegasusFilterConfig,
+    max_counts: np.ndarray,
+    *,
+    rng: np.random.Generator | None = None,
+) -> tuple[list[PegasusFilterState], np.ndarray]:
+    """Release one tick for locations with their own K (banks of equal K).
+
+    The noise is drawn exactly as in :func:`update` — one discrete-Laplace draw per
+    location, in location order — then each bank is filtered with ``config`` at its K
+    (:func:`filter_step`); with one bank this is :func:`update` bit for bit.
+
+    Args:
+        states: one state per bank in :func:`banks_of` order, or None (first tick).
+        counts: true counts, shape (n_locations,).
+        config: the model (its ``max_count`` is replaced per bank).
+        max_counts: K per location (:func:`max_counts_for`).
+        rng: the generator, as in :func:`update`.
+
+    Returns:
+        ``(new_states, released)``.
+    """
+    c = as_counts(counts)
+    banks = banks_of(max_counts)
+    if c.size != len(np.asarray(max_counts).reshape(-1)):
+        raise InvalidParameterError(
+            f"counts must have {len(np.asarray(max_counts).reshape(-1))} entries, not {c.size}")
+    if states is None:
+        states = [initialize(len(idx), _bank_config(config, k)) for k, idx in banks]
+    if [(s.n_locations, s.posterior.shape[1]) for s in states] != [
+            (len(idx), k + 1) for k, idx in banks]:
+        raise InvalidParameterError(
+            "states must match the banks' sizes and levels "
+            f"{[(len(idx), k + 1) for k, idx in banks]}, not "
+            f"{[(s.n_locations, s.posterior.shape[1]) for s in states]}")
+    noisy = c + discrete_laplace(config.scale, c.size, rng=resolve_rng(rng))
+    released = np.empty(c.size, dtype=np.float64)
+    out: list[PegasusFilterState] = []
+    for st, (k, idx) in zip(states, banks, strict=True):
+        post, rel = filter_step(st.posterior, noisy[idx], _bank_config(config, k))
+        released[idx] = rel
+        out.append(PegasusFilterState(post, st.last_tick))
+    return out, released

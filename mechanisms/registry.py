@@ -88,6 +88,8 @@ class ReleaseParams:
             DeviceDayConfig`).
         delta: δ per device-day.
         ticks_per_day: ticks in a day (86 400 / tick length).
+        capacities: the site's public capacities per location (vector order), or ()
+            (unknown); ``pegasus-filter`` sizes each room's level range from them.
     """
 
     epsilon: float = 1.0
@@ -97,6 +99,7 @@ class ReleaseParams:
     epsilon_day: float = 4.0
     delta: float = 1e-6
     ticks_per_day: int = 288
+    capacities: tuple[int, ...] = ()
 
     def device_day_config(self) -> device_day.DeviceDayConfig:
         """The device-day design for these parameters (budget shares, σ per level)."""
@@ -246,7 +249,9 @@ class PegasusFilterStream(_Base):
 
     All of ε goes to the Perturber (exactly the Laplace release, parallel over
     locations); the forward filter and the smoother read only the noisy counts and the
-    public model, so they cost nothing.
+    public model, so they cost nothing. Each room's level range covers 3 × its public
+    capacity when ``params.capacities`` is given (:func:`mechanisms.pegasus_filter.
+    max_counts_for`), else 0..511.
     """
 
     name = "pegasus-filter"
@@ -266,11 +271,29 @@ class PegasusFilterStream(_Base):
 
     def update(self, state: bytes | None, counts: np.ndarray, *,
                rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
-        cfg = self.config
-        st = (pegasus_filter.PegasusFilterState.from_bytes(state) if state
-              else pegasus_filter.initialize(len(counts), cfg))
-        st, vals = pegasus_filter.update(st, counts, cfg, rng=rng)
-        return Step(np.asarray(vals, dtype=float), st.to_bytes())
+        vals, st = _filter_rooms(self.config, self.params.capacities, state, counts, rng)
+        return Step(vals, st)
+
+
+def _filter_rooms(config: pegasus_filter.PegasusFilterConfig, capacities: tuple[int, ...],
+                  state: bytes | None, counts: np.ndarray,
+                  rng: np.random.Generator | None) -> tuple[np.ndarray, bytes]:
+    """One PeGaSus-filter tick; each room's level range covers 3 × its public capacity.
+
+    Without capacities every room has the default range 0..``config.max_count``.
+
+    Raises:
+        InvalidParameterError: capacities given for another number of rooms.
+    """
+    n = len(counts)
+    if capacities and len(capacities) != n:
+        raise InvalidParameterError(
+            f"capacities must have one entry per location ({n}), not {len(capacities)}")
+    ks = (pegasus_filter.max_counts_for(capacities, config) if capacities
+          else np.full(n, config.max_count))
+    banks = pegasus_filter.banks_from_bytes(state) if state else None
+    banks, vals = pegasus_filter.update_banks(banks, counts, config, ks, rng=rng)
+    return np.asarray(vals, dtype=float), pegasus_filter.banks_to_bytes(banks)
 
 
 class HierarchicalFilterStream(_Base):
@@ -309,14 +332,12 @@ class HierarchicalFilterStream(_Base):
 
     def update(self, state: bytes | None, counts: np.ndarray, *,
                rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
-        cfg, tree = self.config, self.tree
-        st = (pegasus_filter.PegasusFilterState.from_bytes(state) if state
-              else pegasus_filter.initialize(len(counts), cfg))
-        st, vals = pegasus_filter.update(st, counts, cfg, rng=rng)
-        v = hierarchical.subtree_sums(tree, np.asarray(vals, dtype=float))
+        tree = self.tree
+        vals, st = _filter_rooms(self.config, self.params.capacities, state, counts, rng)
+        v = hierarchical.subtree_sums(tree, vals)
         n = len(counts)  # leaves are nodes 0..n-1 (tree_from_paths), aggregates follow
         extra = {str(tree.names[i]): float(v[i]) for i in range(n, tree.n_nodes)}
-        return Step(v[:n], st.to_bytes(), extra)
+        return Step(v[:n], st, extra)
 
 
 class HierarchicalPegasusStream(_Base):
@@ -522,9 +543,12 @@ UNIT_DEVICE_DAY = "device-day"
 UNIT_EVENT = "event"
 
 #: Per unit of privacy: the default release mechanisms (one heatmap under device-day).
+#: Under ``event`` the PeGaSus and hierarchical releases are the variants that beat
+#: Laplace at the same ε (docs/pegasus.md); the paper's ``pegasus`` and ``hpegasus`` stay
+#: selectable (``mechanisms`` setting).
 DEFAULT_MECHANISMS: dict[str, tuple[str, ...]] = {
     UNIT_DEVICE_DAY: ("device-day",),
-    UNIT_EVENT: ("laplace", "pegasus", "hpegasus", "ttl"),
+    UNIT_EVENT: ("laplace", "pegasus-filter", "hpegasus-filter", "ttl"),
 }
 
 

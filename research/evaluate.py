@@ -244,7 +244,8 @@ def release(
         return data._cache[key]
     params = registry.ReleaseParams(
         epsilon=check_positive("epsilon", param), smoother=smoother,
-        paths=tuple(tuple(p) for p in data.site.hierarchy()))
+        paths=tuple(tuple(p) for p in data.site.hierarchy()),
+        capacities=tuple(data.site.capacities))
     mech = registry.build(name, params)
     true = data.true
     out = np.empty(true.shape, dtype=float)

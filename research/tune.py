@@ -26,8 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mechanisms",
         default="laplace,pegasus,ttl",
-        help="comma list from laplace, pegasus, pegasus-median, pegasus-js, "
-        "hierarchical, ttl (default laplace,pegasus,ttl)",
+        help="comma list from laplace, pegasus, pegasus-median, pegasus-js, pegasus-post, "
+        "pegasus-filter, hierarchical, hpegasus-filter, ttl (default laplace,pegasus,ttl)",
     )
     p.add_argument("--targets", default="0.75,0.9", help="utility targets (default 0.75,0.9)")
     p.add_argument(

@@ -282,8 +282,8 @@ HELP = {
                    "window:W: any W consecutive ticks)",
     "delta": "δ per unit (device-day)",
     "mechanisms": "comma-separated release mechanisms: " + ",".join(MECHANISMS)
-    + " (default: device-day under the device-day unit; laplace,pegasus,hpegasus,ttl "
-    "otherwise)",
+    + " (default: device-day under the device-day unit; laplace,pegasus-filter,"
+    "hpegasus-filter,ttl otherwise; the paper's pegasus and hpegasus on request)",
     "laplace_epsilon": "ε per tick of the Laplace release",
     "pegasus_epsilon": "ε per tick of flat PeGaSus",
     "pegasus_smoother": "PeGaSus smoother: average, median or js",

@@ -134,7 +134,8 @@ class Releaser:
         self.capacities = np.asarray(site.capacities, dtype=float)
         paths = tuple(tuple(p) for p in site.hierarchy())
         self._mechs: dict[str, registry.StreamMechanism] = {
-            name: registry.build(name, replace(params, paths=paths))
+            name: registry.build(name, replace(params, paths=paths,
+                                               capacities=tuple(site.capacities)))
             for name, params in config.mechanisms
         }
         self._costs = {name: m.cost(len(self.locations)) for name, m in self._mechs.items()}

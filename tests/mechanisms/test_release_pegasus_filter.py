@@ -152,3 +152,64 @@ def test_registry_entries_charge_epsilon_and_sum_rooms_into_floors() -> None:
     assert (named["b/1"], named["b/2"], named["b"]) == (3.0, 3.0, 6.0)
     np.testing.assert_array_equal(hi.subtree_sums(tree, np.array([[1.0, 2.0, 3.0]] * 2)),
                                   [sums, sums])
+
+
+#: A room at 600 people, released at ε = 1 (discrete Laplace of scale 1) after a
+#: 10-tick warm-up, must stay within ±TRACK_TOL for 20 ticks. The filter's release at a
+#: busy constant level is within a few units of the latest noisy counts, so an error above
+#: 15 needs |Z| > 15 at least once: P ≤ 20 · 2e^(−16)/(1 + e^(−1)) ≈ 3e-6 (false alarm);
+#: a range clipped at 511 is 89 people off on every tick (power 1).
+TRACK_TOL = 15.0
+
+
+def test_a_campus_sized_room_at_600_people_is_tracked_not_clipped_at_511() -> None:
+    caps = (646, 40, 461)  # campus' largest room, a small one, dbh's largest
+    ks = pf.max_counts_for(caps, pf.PegasusFilterConfig(1.0))
+    assert list(ks) == [2047, 511, 2047]  # 3 × capacity, power-of-two grid, ≥ the default
+    counts = np.array([600, 3, 420])
+    for capacities, tracked in ((caps, True), ((), False)):
+        mech = registry.build("pegasus-filter",
+                              registry.ReleaseParams(epsilon=1.0, capacities=capacities))
+        state, rng, got = None, np.random.default_rng(7), []
+        for t in range(30):
+            step = mech.update(state, counts, rng=rng)
+            state = step.state
+            if t >= 10:
+                got.append(step.values)
+        rel = np.array(got)
+        if tracked:
+            assert np.all(np.abs(rel[:, 0] - 600) <= TRACK_TOL)
+        else:  # the default range clips: the capacities are what lets it track
+            assert np.all(rel[:, 0] <= 511)
+        assert np.all(np.abs(rel[:, 2] - 420) <= TRACK_TOL)
+    with pytest.raises(InvalidParameterError, match="capacities"):
+        registry.build("pegasus-filter", registry.ReleaseParams(
+            epsilon=1.0, capacities=(10, 20))).update(None, counts)
+
+
+def test_banks_draw_like_update_and_one_bank_is_update_bit_for_bit() -> None:
+    cfg = pf.PegasusFilterConfig(0.5, max_count=31)
+    counts = np.array([[3, 0, 40, 7, 90], [4, 0, 41, 7, 88]])
+    st = pf.initialize(5, cfg)
+    banks = None
+    for t in range(2):
+        st, want = pf.update(st, counts[t], cfg, rng=keyed_rng(KEY, "b", t))
+        banks, got = pf.update_banks(banks, counts[t], cfg, np.full(5, 31),
+                                     rng=keyed_rng(KEY, "b", t))
+        np.testing.assert_array_equal(got, want)
+    assert pf.banks_to_bytes(banks) == st.to_bytes()
+    ks = pf.max_counts_for([5, 5, 20, 5, 40], cfg)
+    assert list(ks) == [31, 31, 63, 31, 127]
+    banks, rel = pf.update_banks(None, counts[0], cfg, ks, rng=keyed_rng(KEY, "b", 0))
+    noisy = counts[0] + discrete_laplace(2.0, 5, rng=keyed_rng(KEY, "b", 0))
+    for (k, idx), bank in zip(pf.banks_of(ks), banks, strict=True):
+        bcfg = pf.PegasusFilterConfig(0.5, max_count=k)
+        post, want = pf.filter_step(pf.initialize(len(idx), bcfg).posterior, noisy[idx], bcfg)
+        np.testing.assert_array_equal(rel[idx], want)
+        np.testing.assert_array_equal(bank.posterior, post)
+    again = pf.banks_from_bytes(pf.banks_to_bytes(banks))
+    assert again == banks
+    with pytest.raises(InvalidParameterError, match="banks"):
+        pf.update_banks(again[:2], counts[1], cfg, ks)
+    with pytest.raises(InvalidParameterError):
+        pf.banks_from_bytes(pf.banks_to_bytes(banks)[:-3])

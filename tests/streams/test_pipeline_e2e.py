@@ -33,7 +33,7 @@ from streams.settings import load_settings
 pytestmark = pytest.mark.e2e
 
 SECRET = "e2e-test-secret-0123456789"
-MECHS = ("laplace", "pegasus", "hpegasus", "ttl")
+MECHS = ("laplace", "pegasus-filter", "hpegasus-filter", "ttl")  # the event unit's default
 ROOT = Path(__file__).resolve().parents[2]
 
 

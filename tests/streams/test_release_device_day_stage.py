@@ -104,7 +104,7 @@ def test_configs_over_the_day_budget_refuse_in_one_line() -> None:
 
 def test_event_level_unit_is_labelled_and_never_called_protected() -> None:
     s = load_settings(None, {**ENV, "OCCUSTREAM_PRIVACY_UNIT": "event"})
-    assert s.mechanisms == ("laplace", "pegasus", "hpegasus", "ttl")
+    assert s.mechanisms == ("laplace", "pegasus-filter", "hpegasus-filter", "ttl")
     site = load_site("dbh")
     out, _ = Releaser(s.release_config(), site).run(T0, [1] * len(site.capacities),
                                                      [1] * len(site.capacities), {})

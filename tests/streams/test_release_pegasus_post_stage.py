@@ -33,3 +33,22 @@ def test_pegasus_variant_tick_is_replayed_exactly_and_charged(mech: str) -> None
         outs.append((vals, states[mech]))
     assert outs[0] == outs[1]
     assert all(v >= 0 and v == int(v) for v in outs[0][0][-1])
+
+
+def test_release_stage_sizes_the_filter_from_the_site_capacities() -> None:
+    """dbh's largest room (capacity 461) at 600 people: tracked, not clipped at 511.
+
+    ε = 1, release after 8 ticks within ±15 of 600: as in
+    tests/mechanisms/test_release_pegasus_filter.py, P(false alarm) ≤ 3e-6 per tick.
+    """
+    env = {**BASE, "OCCUSTREAM_MECHANISMS": "pegasus-filter",
+           "OCCUSTREAM_PEGASUS_FILTER_EPSILON": "1.0"}
+    site = load_site("dbh")
+    big = max(range(len(site.capacities)), key=lambda i: site.capacities[i])
+    counts = [0] * len(site.location_ids)
+    counts[big] = 600
+    rel = Releaser(load_settings(env=env), site)
+    states: dict = {}
+    for k in range(10):
+        out, states = rel.run(1_767_600_000.0 + 300 * k, counts, [], states)
+    assert abs(out.releases[0].values[big] - 600) <= 15

@@ -49,7 +49,7 @@ HOURS = 2
 LATE_S = 1800.0  # the extra observation, after the last one (below max_future_s)
 WAIT_S = 90.0  # bound of every wait for the pipeline
 PARTITIONS = 4  # of wifi.observations (the settings' default)
-MECHS = ("laplace", "pegasus", "hpegasus", "ttl")
+MECHS = ("laplace", "pegasus-filter", "hpegasus-filter", "ttl")  # the event unit's default
 #: The data end with ONE late observation that moves its partition's clock past the last
 #: ticks (then markers carry it to the others): with the quorum clock
 #: (docs/ARCHITECTURE.md "Event time") that needs a quorum of 1. The clock is not the
