@@ -52,23 +52,29 @@ def _write(url: str, h: Any, bulk: bool) -> None:
     asyncio.run(go())
 
 
-def test_bulk_history_equals_tick_by_tick(redis_url: str) -> None:
-    # event-level Laplace + the thesis MIDE alerts: releases, ledger, alerts, incidents
-    s = Settings(site="dbh", mechanisms=("laplace",), secret=b"bulk-history-secret",
-                 privacy_unit="event")
-    h = release_history(s, start_ts=START, days=1.0, seed=3)
-    assert sum(len(o.alerts) for o in h.outs) > 0  # the comparison covers incidents
-    client = redis.Redis.from_url(redis_url)
+def _same_either_way(url: str, h: Any) -> dict[str, Any]:
+    """Write ``h`` tick by tick and in bulk into a fresh db each; both dumps must be equal."""
+    client = redis.Redis.from_url(url)
     dumps = []
     for bulk in (False, True):
         client.flushdb()
-        _write(redis_url, h, bulk)
+        _write(url, h, bulk)
         dumps.append(_dump(client))
     client.flushdb()
     one, bulk_dump = dumps
     assert set(one) == set(bulk_dump)
     for key in one:
         assert one[key] == bulk_dump[key], key
+    return one
+
+
+def test_bulk_history_equals_tick_by_tick(redis_url: str) -> None:
+    # event-level Laplace + the thesis MIDE alerts: releases, ledger, alerts, incidents
+    s = Settings(site="dbh", mechanisms=("laplace",), secret=b"bulk-history-secret",
+                 privacy_unit="event")
+    h = release_history(s, start_ts=START, days=1.0, seed=3)
+    assert sum(len(o.alerts) for o in h.outs) > 0  # the comparison covers incidents
+    one = _same_either_way(redis_url, h)
     assert any(k.startswith(b"baseline:") for k in one)
     assert json.loads(one[b"incidents:state"]) is not None
 
@@ -80,17 +86,7 @@ def test_bulk_history_under_device_day_writes_the_daily_cube_on_its_day(redis_ur
     h = release_history(s, start_ts=START, days=1.0, seed=3)
     cubes = [o.cube for o in h.outs if o.cube]
     assert len(cubes) == 1
-    client = redis.Redis.from_url(redis_url)
-    dumps = []
-    for bulk in (False, True):
-        client.flushdb()
-        _write(redis_url, h, bulk)
-        dumps.append(_dump(client))
-    client.flushdb()
-    one, bulk_dump = dumps
-    assert set(one) == set(bulk_dump)
-    for key in one:
-        assert one[key] == bulk_dump[key], key
+    one = _same_either_way(redis_url, h)
     day = cubes[0]["day"]
     assert f"hist:{day}:daily-cube".encode() in one
     spent = one[f"ledger:spent:{day}".encode()]
