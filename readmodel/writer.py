@@ -279,7 +279,8 @@ class CacheWriter:
             queue_ledger(tx, rec, _day(float(rec["tick"])) if rec.get("unit") == DEVICE_DAY_UNIT
                          and rec.get("tick") else day)
         if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"
-                                                   for r in out.ledger)):
+                                                   for r in out.ledger)
+                                 or _incidents_open(incident_state)):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
                 queue_alert(tx, {**alert, "tick": tj})
@@ -365,7 +366,8 @@ class CacheWriter:
                         tx.zadd(rl.release_done(m), {str(tj): tick})
                     queue_ledger(tx, rec, day)
                 if tick not in done["mide"] and (out.alerts or any(
-                        r["mechanism"] == "mide" for r in out.ledger)):
+                        r["mechanism"] == "mide" for r in out.ledger)
+                        or _incidents_open(incident_state)):
                     tx.zadd(rl.release_done("mide"), {str(tj): tick})
                     for alert in out.alerts:
                         queue_alert(tx, {**alert, "tick": tj})
@@ -428,6 +430,22 @@ class CacheWriter:
             pipe = self.r.pipeline(transaction=False)
             queue_dlq_counts(pipe, app_id, partition, counts)
             await pipe.execute()
+
+
+def _incidents_open(raw_state: Any) -> bool:
+    """Whether the stored incident state holds an open incident.
+
+    Its quiet period must run on every tick, not only on ticks with a decision: the
+    device-day alerts decide once an hour and write nothing on a quiet hour (no ledger
+    record either, the day is charged at its first tick), so an incident opened by one
+    reading in an empty room stayed open until some other room alerted (the demo showed
+    Lab 5510 "open since 06:55, peak ≈ 0" through the whole morning).
+    """
+    try:
+        state = json.loads(raw_state) if raw_state else None
+    except ValueError:
+        return False
+    return bool(isinstance(state, dict) and state.get("open"))
 
 
 def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],
