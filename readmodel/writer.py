@@ -277,7 +277,8 @@ class CacheWriter:
                 tx.zadd(rl.release_done(mech), {str(tj): tick})
             queue_ledger(tx, rec, _ledger_day(rec, day))
         if not done["mide"] and (out.alerts or any(r["mechanism"] == "mide"
-                                                   for r in out.ledger)):
+                                                   for r in out.ledger)
+                                 or _incidents_open(incident_state)):
             tx.zadd(rl.release_done("mide"), {str(tj): tick})
             for alert in out.alerts:
                 queue_alert(tx, {**alert, "tick": tj})
@@ -363,7 +364,8 @@ class CacheWriter:
                         tx.zadd(rl.release_done(m), {str(tj): tick})
                     queue_ledger(tx, rec, _ledger_day(rec, day))
                 if tick not in done["mide"] and (out.alerts or any(
-                        r["mechanism"] == "mide" for r in out.ledger)):
+                        r["mechanism"] == "mide" for r in out.ledger)
+                        or _incidents_open(incident_state)):
                     tx.zadd(rl.release_done("mide"), {str(tj): tick})
                     for alert in out.alerts:
                         queue_alert(tx, {**alert, "tick": tj})
@@ -441,6 +443,22 @@ def _ledger_day(rec: Mapping[str, Any], day: str) -> str:
     if rec.get("unit") == DEVICE_DAY_UNIT and rec.get("tick"):
         return _day(float(rec["tick"]))
     return day
+
+
+def _incidents_open(raw_state: Any) -> bool:
+    """Whether the stored incident state holds an open incident.
+
+    Its quiet period must run on every tick, not only on ticks with a decision: the
+    device-day alerts decide once an hour and write nothing on a quiet hour (no ledger
+    record either, the day is charged at its first tick), so an incident opened by one
+    reading in an empty room stayed open until some other room alerted (the demo showed
+    Lab 5510 "open since 06:55, peak ≈ 0" through the whole morning).
+    """
+    try:
+        state = json.loads(raw_state) if raw_state else None
+    except ValueError:
+        return False
+    return bool(isinstance(state, dict) and state.get("open"))
 
 
 def _baseline_update(locations: Sequence[str], slot: int, day: int, values: Sequence[float],

@@ -410,7 +410,9 @@
   }
   function renderGuarantee() {
     const m = state.meta[state.mech] || {};
-    const eps = m.epsilon !== undefined ? ` · ε = ${m.epsilon} per tick` : "";
+    // device-day releases are charged per day (their ε is per device-day), others per tick
+    const per = /^device-day/.test(m.unit || "") ? "per device-day" : "per tick";
+    const eps = m.epsilon !== undefined ? ` · ε = ${num(m.epsilon, 2)} ${per}` : "";
     $("guarantee").innerHTML = state.mech ? `<b>${esc(state.mech)}</b>: ${esc(m.guarantee || "")}${eps}` : "";
   }
   async function loadTicks(day) {
