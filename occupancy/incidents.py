@@ -17,7 +17,14 @@ products do (open → update → resolve):
   ``[tick − hour_s, tick]``) is attached to the location's open incident, or to its last
   resolved one when that incident was seen within the hour — the same crowd, counted
   once; only an hour decision no incident covers opens a new incident. Hour decisions
-  never move ``last_seen`` (they say "some time in the hour", not "now").
+  never move the ``last_seen`` of an incident that tick decisions feed (they say "some
+  time in the hour", not "now");
+* an incident fed by **hour decisions only** (the device-day alerts, which read each
+  room once an hour) has no finer evidence: each positive hour decision moves its
+  ``last_seen``, and it resolves only when a whole ``hour_s`` passes without one — at the
+  next hourly reading that is negative. With the tick rule a two-hour crowd showed as
+  resolved 15 minutes after its first reading and its second reading was filed in the
+  resolved incident (found watching the demo).
 
 The β-FNR guarantee stays a statement *per decision* (each over-capacity answer is
 missed with probability at most β, docs/MECHANISMS.md "MIDE"); an incident records how
@@ -183,6 +190,8 @@ def step(state: Mapping[str, Any] | None, tick: float, decisions: Iterable[Mappi
             touch(inc)
             continue
         inc["decisions"]["hour"] += 1
+        if _hour_only(inc) and t > float(inc["last_seen"]):
+            inc["last_seen"] = _num(t)
         touch(inc)
     # 3. peaks of the incidents still open (those opened now already have theirs)
     opened_now = {e["incident"]["id"] for e in out.events if e["event"] == "open"}
@@ -196,7 +205,8 @@ def step(state: Mapping[str, Any] | None, tick: float, decisions: Iterable[Mappi
         inc = st["open"][loc]
         if loc in by_window["tick"]:
             continue
-        if now - float(inc["last_seen"]) >= quiet_s:
+        quiet = max(quiet_s, hour_s) if _hour_only(inc) else quiet_s
+        if now - float(inc["last_seen"]) >= quiet:
             inc["state"] = RESOLVED
             inc["resolved"] = _num(now)
             emit(inc, "resolve")
@@ -209,6 +219,11 @@ def step(state: Mapping[str, Any] | None, tick: float, decisions: Iterable[Mappi
     for loc in [loc for loc, inc in st["recent"].items() if float(inc["last_seen"]) < horizon]:
         del st["recent"][loc]
     return out
+
+
+def _hour_only(inc: Mapping[str, Any]) -> bool:
+    """Whether only hour decisions fed the incident (no tick decision ever joined it)."""
+    return int(inc["decisions"].get("tick", 0)) == 0
 
 
 def _new(loc: str, t: float, d: Mapping[str, Any], mechanism: str | None,

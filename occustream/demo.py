@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first live simulated instant, building time = UTC (default "
                         f"{DEFAULT_START}: a Tuesday morning, so the lounge crowd opens an "
                         "incident at the 10:55 hourly reading, about 5 minutes into "
-                        "watching at ×30, and it resolves at 11:10, after the 15-minute "
-                        "quiet period; docs/demo-walkthrough.md)")
+                        "watching at ×30, and it resolves at the 11:55 reading, the "
+                        "first negative one; docs/demo-walkthrough.md)")
     p.add_argument("--speed", type=float, default=30.0,
                    help="initial pace: simulated seconds per wall second (default 30: a "
                         "5-min tick every 10 s); the page's speed control changes it")

@@ -70,11 +70,30 @@ def test_hour_decision_joins_the_episode_it_covers() -> None:
     (rec,) = records.values()
     assert rec["decisions"] == {"tick": 2, "hour": 1} and rec["state"] == "resolved"
     assert [e["event"] for e in events] == ["open", "resolve"]
-    # an hour decision that no episode covers opens an incident of its own
-    _, events, records = inc.replay(_seq("...h...."), quiet_s=900)
+    # an hour decision that no episode covers opens an incident of its own; with no
+    # finer evidence it stays open until a whole hour passes without a positive reading
+    _, events, records = inc.replay(_seq("...h" + "." * 12), quiet_s=900)
     assert [e["event"] for e in events] == ["open", "resolve"]
     (rec,) = records.values()
     assert rec["opened_by"] == "hour" and rec["decisions"] == {"tick": 0, "hour": 1}
+    assert rec["resolved"] == T0 + 3 * TICK + 3600
+    _, events, _ = inc.replay(_seq("...h" + "." * 11), quiet_s=900)
+    assert [e["event"] for e in events] == ["open"]  # still open 55 min after the reading
+
+
+def test_hourly_readings_of_one_long_crowd_are_one_open_incident() -> None:
+    # device-day alerts: a reading per hour, positive at 10:55 and 11:55, negative at 12:55
+    hour = "h" + "." * 11
+    _, events, records = inc.replay(_seq(hour + hour + "." * 12), quiet_s=900)
+    assert [e["event"] for e in events] == ["open", "resolve"]
+    (rec,) = records.values()
+    assert rec["decisions"] == {"tick": 0, "hour": 2}
+    assert rec["last_seen"] == T0 + 12 * TICK  # the second reading
+    assert rec["resolved"] == T0 + 24 * TICK  # the first negative reading
+    # a positive reading an hour after the episode resolved is a new episode
+    _, events, records = inc.replay(_seq(hour + "." * 12 + hour + "." * 12), quiet_s=900)
+    assert [e["event"] for e in events] == ["open", "resolve", "open", "resolve"]
+    assert len(records) == 2
 
 
 def test_locations_are_independent_and_ids_deterministic() -> None:
