@@ -25,7 +25,7 @@ from mechanisms.registry import UNIT_DEVICE_DAY, display_order, without_guarante
 from occupancy import redis_layout as rl
 from occupancy.buildings import Site
 from occupancy.heatmap import colour_class
-from readmodel.uncertainty import NO_GUARANTEE, interval, noise_scale
+from readmodel.uncertainty import NO_GUARANTEE, interval, noise_scale, noise_sd
 
 #: Alert fields that may be shown to anyone; everything else (e.g. an ex-post ε) is dropped.
 PUBLIC_ALERT_FIELDS = ("tick", "location", "capacity", "algorithm", "beta")
@@ -296,6 +296,11 @@ class ReadModel:
     async def snapshot(self, mech: str, tick: float | None = None) -> dict[str, Any]:
         """Released value, colour class and 90 % interval of every location at a tick.
 
+        The colour compares the value with its slot's usual μ ± σ, where σ is never below
+        the release's own noise (:func:`noise_sd`): a week of mostly-zero releases gives a
+        baseline σ near 0, and a room holding 3 people would otherwise be drawn "far above
+        usual" (class 10) by noise alone (seen in the demo). ``sigma`` is that σ.
+
         Args:
             mech: mechanism.
             tick: a tick, or None for the latest one.
@@ -314,6 +319,7 @@ class ReadModel:
         slot = rl.slot_of(tick, tick_s)
         fields = [rl.baseline_field(loc, slot) for loc in ids]
         base = await self.client.hmget(rl.baseline(mech), fields) if ids else []
+        floor = noise_sd(mech, meta)
         values: dict[str, Any] = {}
         present, vals, mus, sigmas = [], [], [], []
         for loc, row, b in zip(ids, rows, base, strict=True):
@@ -328,14 +334,14 @@ class ReadModel:
                 "value": v,
                 "interval": interval(mech, meta, v).as_dict(),
                 "mu": float(bl["mu"]) if ok else None,
-                "sigma": float(bl["sigma"]) if ok else None,
+                "sigma": max(float(bl["sigma"]), floor) if ok else None,
                 "class": None,
             }
             if ok:
                 present.append(loc)
                 vals.append(v)
                 mus.append(float(bl["mu"]))
-                sigmas.append(float(bl["sigma"]))
+                sigmas.append(max(float(bl["sigma"]), floor))
         if present:
             classes = colour_class(np.array(vals), np.array(mus), np.array(sigmas))
             for loc, c in zip(present, classes.tolist(), strict=True):

@@ -20,6 +20,7 @@ never on a true count, so showing it costs no privacy budget.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,21 @@ def noise_scale(mech: str, meta: dict[str, Any]) -> tuple[float | None, str]:
     """
     return noise_scale_from_meta({"mechanism": mech, **meta},
                                  default_levels=HPEGASUS_DEFAULT_LEVELS)
+
+
+def noise_sd(mech: str, meta: dict[str, Any]) -> float:
+    """Standard deviation of a released value's own noise from public parameters (0: none).
+
+    Laplace scale b: √2·b; the device-day discrete Gaussian: σ (its variance is ≤ σ²,
+    CKS 2020 Prop. 19). Post-processing (smoothing, least squares) only shrinks it, so
+    this is an upper bound — used as the floor of the heatmap baseline's σ.
+    """
+    scale, _ = noise_scale(mech, meta)
+    if scale is None:
+        return 0.0
+    if str(meta.get("noise", "")).lower() == "discrete gaussian":
+        return float(scale)
+    return math.sqrt(2.0) * float(scale)
 
 
 def interval(

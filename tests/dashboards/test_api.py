@@ -78,7 +78,10 @@ def test_snapshot_colours_follow_the_baselines(seeded: dict[str, Any], redis_cli
         v = snap["values"][loc]
         assert v["value"] == pytest.approx(released[j])
         b = json.loads(redis_client.hget(rl.baseline("laplace"), rl.baseline_field(loc, slot)))
-        assert v["class"] == int(colour_class(np.array(released[j]), b["mu"], b["sigma"]))
+        # σ is never below the release's own noise (Laplace ε = 0.5: √2 · 2)
+        sigma = max(b["sigma"], np.sqrt(2) / 0.5)
+        assert v["sigma"] == pytest.approx(sigma)
+        assert v["class"] == int(colour_class(np.array(released[j]), b["mu"], sigma))
         # 90 % Laplace interval from public ε only: ± ln(10)/ε
         half = np.log(10) / 0.5
         assert v["interval"]["low"] == pytest.approx(released[j] - half)
