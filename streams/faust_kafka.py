@@ -3,8 +3,9 @@
 Faust builds its aiokafka consumer with ``fetch_max_wait_ms=1500`` hard-coded
 (``faust.transport.drivers.aiokafka.AIOKafkaConsumerThread._create_worker_consumer``).
 The embedded broker (Tansu, :mod:`infra.services`) answers a long-polling fetch late
-even when records arrived meanwhile: a record sent every 0.25 s reached a consumer after
-0.35 s at the median (0.61 s p95) with a 1.5-s wait, 9 ms (19 ms) with a 0.1-s wait.
+even when records arrived meanwhile: a record sent every 0.25 s to one partition reached
+an aiokafka consumer after 0.35 s at the median (0.61 s p95; 20 records) with a 1.5-s
+wait, 0.24 s with 0.5 s, 9 ms (19 ms) with 0.1 s.
 Every final tick waits for its partial on that fetch, so the wait dominated the tick
 latency (``python -m bench pipeline``, ``tick_latency_p95_s``; figures in
 bench/bench_pipeline.py). :class:`App` uses :data:`FETCH_MAX_WAIT_MS` instead; only the
