@@ -19,15 +19,28 @@
   (:func:`streams.runtime.ingest.offset_value_records`), far fewer garbage collections
   of the worker's heap (:func:`occustream.worker.tune_gc`), the TTL-pseudonym memo, no
   log-position check after the listener's own seek, and the fetcher sending its next
-  fetch while a batch is processed. Tick latency at 2,000 events/s, the two workers
-  alternated (load ≈ 1): p95 1.11 / 1.13 s here, 1.11 / 1.16 s at f8a02df (both above
-  the 1-s target today); p50 0.46 / 0.47 s vs 0.42 / 0.40 s.
+  fetch while a batch is processed.
 * ``stage_*`` — the presence stage alone, no broker (:mod:`bench.bench_presence_stage`).
 * ``faust_agent_events_per_s`` — the same with ``ingest=faust`` (Faust agent +
   ``stream.take_events``) for comparison (quick mode: skipped).
 * ``tick_latency_p50_s`` / ``p95`` — wall time from the moment the last partition's
   watermark passes a tick (its partial is emitted) to the tick's values being in Redis,
   with events fed at a steady rate (accelerated simulated time).
+  The feed (half a day, 2,000 events/s) lasts ~30 s: 141 ticks, of which the ~13 of
+  the first poll after the worker starts are released together, so p95 is theirs.
+  Measured, this tree against 6a80385 alternated in one session (the latency part
+  alone, 3 runs each, medians, load ≈ 1): p50 0.067 s, p95 0.17 s (runs 0.20, 0.17,
+  0.13) against p50 0.48 s, p95 1.06 s (runs 1.06, 1.29, 0.95). Where the time went
+  before (timestamps per stage, one run): 90 % between the partial's emission and the
+  Faust agent receiving it — Faust fetches with a 1.5-s broker wait, which the
+  embedded broker spends, so partials arrived every ~0.75 s, 4 ticks at a time (p50
+  0.39 s, p95 0.74 s of the total); the first tick's release built the device-day
+  sampler's tables (0.33 s, on the startup batch that sets p95); release + send
+  5 ms, flush 2 ms, the read-model transaction 3.5 ms per tick, checkpoints 1–2 ms.
+  Now: a 100-ms fetch wait (:mod:`streams.faust_kafka`) and the tables built ahead
+  (:meth:`streams.pipeline.release.Releaser.prepare`). ``python -m bench pipeline``
+  after the change (load ≈ 0.5): p50 0.067 s, p95 0.126 s (before: 0.44 / 1.16 s);
+  ingest and the Faust agent unchanged within noise (196k/s, ratio 0.40; 8.2k/s vs 8.6k/s).
 * ``state_bytes_per_10k_devices`` / ``checkpoint_bytes_per_10k_devices`` — presence
   state of 10,000 active devices (tracemalloc) and its compressed checkpoint.
 """

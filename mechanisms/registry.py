@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from mechanisms import device_day, hierarchical, pegasus, pegasus_filter, pegasus_post
+from mechanisms import device_day, gaussian, hierarchical, pegasus, pegasus_filter, pegasus_post
 from mechanisms.accounting import DEVICE_DAY_UNIT, UNIT_OF_PRIVACY, Budget
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.laplace import laplace_release
@@ -141,6 +141,9 @@ class StreamMechanism(Protocol):
                rng: np.random.Generator | None = None, tick: int | None = None) -> Step:
         """Release one tick (``state`` None: the first tick)."""
 
+    def prepare(self) -> None:
+        """Build ahead what the first ``update`` would build (no draw, no state change)."""
+
 
 class _Base:
     name: ClassVar[str]
@@ -161,6 +164,9 @@ class _Base:
         if scale is not None:
             m.update(noise="discrete Laplace", noise_scale=scale)
         return m
+
+    def prepare(self) -> None:
+        """Nothing to build ahead (overridden where the first update is slow)."""
 
 
 class LaplaceStream(_Base):
@@ -430,6 +436,15 @@ class DeviceDayStream(_Base):
                           f"{np.round(self.sigmas, 2).tolist()} (building, floor, room)"),
                     day_rho=rho, day_share=self.day_share,
                     sensitivity=float(np.sqrt(cfg.max_ticks_per_device)))
+
+    def prepare(self) -> None:
+        """The exact sampler's tables for the σ per level (0.2 s the first time, no draw).
+
+        Without it, the first tick a worker releases builds them on its event loop
+        (:func:`mechanisms.gaussian.prepare`; the tick latency in bench/bench_pipeline.py).
+        """
+        for s in self.sigmas:
+            gaussian.prepare(float(s))
 
     def noise_scale(self) -> float | None:
         # rooms: σ of a 15-minute mean of the leaves' noise, before least squares

@@ -50,6 +50,7 @@ import faust
 
 from mechanisms.errors import ConfigError
 from occupancy.buildings import Site, load_site
+from streams.faust_kafka import App
 from streams.runtime.health import prometheus_text
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.ports import SinkFactory
@@ -87,7 +88,7 @@ def build_app(settings: Settings, sink: SinkFactory,
                           "REDIS_URL, or run `occustream demo`)")
     data_dir = settings.data_dir or tempfile.mkdtemp(prefix=f"occustream-{settings.app_id}-")
     Path(data_dir).mkdir(parents=True, exist_ok=True)
-    app = faust.App(
+    app = App(
         settings.app_id,
         broker=f"kafka://{settings.kafka_bootstrap}",
         value_serializer="raw",

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms import device_day, mide, registry
+from mechanisms import device_day, gaussian, mide, registry
 from mechanisms.accounting import (
     DEVICE_DAY_UNIT,
     UNIT_OF_PRIVACY,
@@ -199,7 +199,16 @@ class Releaser:
         return float(res.epsilon_spent)
 
     def prepare(self) -> None:
-        """Work that may be done ahead, off the tick loop (e.g. in a thread at start)."""
+        """Work that may be done ahead, off the tick loop (e.g. in a thread at start).
+
+        In the order it is needed: the mechanisms' first update (the device-day
+        sampler's tables), the hourly alerts' table, then the daily cube's (next day).
+        Only deterministic tables are built; nothing is drawn or charged.
+        """
+        for m in self._mechs.values():
+            m.prepare()
+        if self._day_alerts and self._day_cfg is not None:
+            gaussian.prepare(float(self._day_cfg.alert_sigma))
         if self.cube is not None:
             self.cube.prepare()
 
