@@ -24,7 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -270,14 +270,40 @@ class EmbeddedRedis(_Embedded):
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+#: How long an external Kafka / Redis may take to answer at start (seconds).
+EXTERNAL_WAIT_S = 15.0
+
+
+def external_wait_s(env: Mapping[str, str]) -> float:
+    """``OCCUSTREAM_SERVICE_WAIT_S``: how long to wait for an external service (default 15).
+
+    An operator on a slow or distant cluster raises it; a health check that should fail
+    fast lowers it.
+    """
+    raw = env.get("OCCUSTREAM_SERVICE_WAIT_S", "").strip()
+    if not raw:
+        return EXTERNAL_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:
+        raise ServiceError(f"OCCUSTREAM_SERVICE_WAIT_S must be seconds in (0, 3600], "
+                           f"not {raw!r}")
+    return value
+
+
 def _kafka_health(bootstrap: str, timeout_s: float) -> None:
     from kafka.admin import KafkaAdminClient
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:
+        left_ms = max(int((deadline - time.monotonic()) * 1000), 500)
         try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000)
+            # bootstrap_timeout_ms: kafka-python waits 30 s by default, whatever our wait
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000,
+                                     bootstrap_timeout_ms=left_ms)
             try:
                 admin.list_topics()
                 return
@@ -373,12 +399,13 @@ def start_services(
     The caller must call :meth:`Services.stop`; prefer :func:`running_services`.
     """
     env = dict(os.environ) if env is None else env
+    wait_s = external_wait_s(env)
     services = Services(kafka_bootstrap=None, redis_url=None)
     try:
         if kafka:
             external = env.get("KAFKA_BOOTSTRAP", "").strip()
             if external:
-                _kafka_health(external, 15.0)
+                _kafka_health(external, wait_s)
                 services.kafka_bootstrap = external
             else:
                 services.kafka = EmbeddedKafka(log_dir=log_dir).start()
@@ -387,7 +414,7 @@ def start_services(
         if redis:
             external = env.get("REDIS_URL", "").strip()
             if external:
-                _redis_health(external, 15.0)
+                _redis_health(external, wait_s)
                 services.redis_url = external
             else:
                 services.redis = EmbeddedRedis(log_dir=log_dir).start()

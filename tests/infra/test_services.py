@@ -77,10 +77,17 @@ def test_unreachable_external_kafka_is_a_clear_error(tmp_path):
     from infra.services import free_port
     from mechanisms.errors import ServiceError
 
-    env = {"KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}"}
+    # a short wait (OCCUSTREAM_SERVICE_WAIT_S) keeps the test fast; the message names it
+    env = {"KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}", "OCCUSTREAM_SERVICE_WAIT_S": "2"}
     with (
-        pytest.raises(ServiceError, match="did not answer"),
+        pytest.raises(ServiceError, match="did not answer within 2 s"),
         running_services(env=env, redis=False, log_dir=tmp_path),
+    ):
+        pass
+    with (
+        pytest.raises(ServiceError, match="OCCUSTREAM_SERVICE_WAIT_S must be seconds"),
+        running_services(env={**env, "OCCUSTREAM_SERVICE_WAIT_S": "-1"}, redis=False,
+                         log_dir=tmp_path),
     ):
         pass
 
