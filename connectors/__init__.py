@@ -8,5 +8,6 @@ leaves the receiver), the DLQ with a reason and redacted payload, health and ``/
 * :mod:`connectors.spaces` — Cisco Spaces Firehose NDJSON (file, stdin or HTTP stream);
 * :mod:`connectors.syslog` — controller syslog (RFC 3164 / 5424, UDP and TCP);
 * :mod:`connectors.radius` — RADIUS accounting (RFC 2866, UDP);
-* :mod:`connectors.buildings_import` — ``occustream buildings import`` (CSV → building JSON).
+* :mod:`connectors.buildings_import` — CSV → building JSON, export, Meraki skeleton (the
+  ``occustream buildings`` command is :mod:`occustream.buildings_cli`).
 """

@@ -37,16 +37,12 @@ column; all problems of the file are reported, not only the first.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import json
 import math
 import re
-import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from connectors.edge import parse_mac
@@ -472,93 +468,3 @@ def skeleton_from_meraki_floorplans(plans: Any, building: str) -> str:
             w.writerow([b, fid, level, name, f"{fid}-{_slug(ap_name)}", f"Room of {ap_name}",
                         "office", "", dev["mac"], aid, aliases, x, y])
     return buf.getvalue()
-
-
-def _write(out: dict[str, Any], path: str | None) -> None:
-    text = json.dumps(out, indent=1) + "\n"
-    if path in (None, "-"):
-        sys.stdout.write(text)
-    else:
-        Path(path).write_text(text)
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    """The ``occustream buildings`` parser: ``import``, ``skeleton`` and ``export``."""
-    parser = argparse.ArgumentParser(prog="occustream buildings",
-                                     description="Import or export the building model.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("import", help="building JSON from a CSV of APs and rooms")
-    p.add_argument("csv", help="the CSV file (- for stdin); columns in docs/CONNECT.md")
-    p.add_argument("-o", "--output", help="output JSON (default: stdout); put it in "
-                                          "buildings/ or $OCCUSTREAM_BUILDINGS")
-    p.add_argument("--id", help="site id (several buildings: campus id, default 'site')")
-    p.add_argument("--name", help="site display name")
-    p = sub.add_parser("skeleton", help="a CSV to complete from a Meraki floor-plan listing")
-    p.add_argument("--meraki-floorplans", required=True,
-                   help="JSON saved from GET /networks/{networkId}/floorPlans")
-    p.add_argument("--building", required=True, help="building id for the rows")
-    p.add_argument("-o", "--output", help="output CSV (default: stdout)")
-    p = sub.add_parser("export", help="the CSV of a building JSON (to edit and re-import)")
-    p.add_argument("json", help="a building JSON file")
-    p.add_argument("-o", "--output", help="output CSV (default: stdout)")
-    return parser
-
-
-def _write_text(text: str, path: str | None) -> None:
-    """``text`` to ``path``, or to stdout when no path is given."""
-    if path:
-        Path(path).write_text(text)
-    else:
-        sys.stdout.write(text)
-
-
-def _skeleton(args: argparse.Namespace) -> int:
-    """``occustream buildings skeleton``: exit code."""
-    try:
-        plans = json.loads(Path(args.meraki_floorplans).read_text())
-    except (OSError, ValueError) as exc:
-        print(f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}",
-              file=sys.stderr)
-        return 2
-    _write_text(skeleton_from_meraki_floorplans(plans, args.building), args.output)
-    return 0
-
-
-def _export(args: argparse.Namespace) -> int:
-    """``occustream buildings export``: exit code."""
-    _write_text(export_csv(json.loads(Path(args.json).read_text())), args.output)
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    """``occustream buildings import``: exit code (2 with one stderr line per problem)."""
-    src = args.csv
-    try:
-        text = sys.stdin.read() if src == "-" else Path(src).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        print(f"occustream buildings import: {src}: cannot read: {exc.strerror}",
-              file=sys.stderr)
-        return 2
-    try:
-        out = import_csv(text, src, site_id=args.id, site_name=args.name)
-    except CsvImportError as exc:
-        for line in exc.errors:
-            print(line, file=sys.stderr)
-        return 2
-    _write(out, args.output)
-    n_loc = sum(len(b["locations"]) for b in out.get("buildings", [out]))
-    n_ap = sum(len(b["aps"]) for b in out.get("buildings", [out]))
-    print(f"imported {n_loc} rooms and {n_ap} access points"
-          + (f" → {args.output}" if args.output else ""), file=sys.stderr)
-    return 0
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    """``occustream buildings import CSV`` / ``skeleton --meraki-floorplans`` / ``export``."""
-    args = _build_parser().parse_args(list(argv) if argv is not None else None)
-    command = {"skeleton": _skeleton, "export": _export, "import": _import}[args.cmd]
-    return command(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulator.cli", "simulate WiFi connectivity events for a building"),
     "replay": ("simulator.replay", "send a JSONL event file to Kafka"),
     "ingest": ("connectors.cli", "receive a network's events (Meraki, Spaces, syslog, RADIUS)"),
-    "buildings": ("connectors.buildings_import", "import a building model from a CSV of APs"),
+    "buildings": ("occustream.buildings_cli", "import a building model from a CSV of APs"),
     "services": ("occustream.services_cli",
                  "start the embedded Kafka and Redis and print their URLs"),
     "dashboard": ("dashboards.app", "serve the live heatmap, alerts and privacy views"),

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from connect_support import FIX
 
-from connectors.buildings_import import CsvImportError, export_csv, import_csv, main
+from connectors.buildings_import import CsvImportError, export_csv, import_csv
 from connectors.edge import ApResolver
 from occupancy.buildings import load_site, parse_site
+from occustream.buildings_cli import main
 
 CSV = (FIX / "building.csv").read_text()
 
