@@ -13,6 +13,7 @@ adapts them to the tick loop through :mod:`mechanisms.registry`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import asdict, dataclass, field, replace
@@ -343,10 +344,9 @@ class Releaser:
         if cfg is None or not charged:
             raise ConfigError("alerts: the day's alert share was not charged before the "
                               "draw (a bug)")
-        thresholds = self.capacities * s.capacity_factor
-        res = device_day.threshold_alerts(c, thresholds, cfg.alert_sigma, s.mide_beta,
+        res = device_day.threshold_alerts(c, self.capacities * s.capacity_factor,
+                                          cfg.alert_sigma, s.mide_beta,
                                           rng=keyed_rng(s.secret, "alerts", tick, "all"))
-        watched = device_day.monitorable(thresholds, cfg.alert_sigma, s.mide_beta)
         return [
             {"tick": tick, "location": self.locations[i],
              "capacity": int(self.site.capacities[i]),
@@ -354,19 +354,28 @@ class Releaser:
              "alpha": round(res.alpha, 1), "sigma": round(res.sigma, 2),
              "uncertainty": f"may be raised from {res.alpha:.0f} people below capacity",
              "unit": DEVICE_DAY_UNIT}
-            for i in np.flatnonzero(res.positive & watched)
+            for i in np.flatnonzero(res.positive & self._watched)
         ]
 
+    @functools.cached_property
+    def _watched(self) -> np.ndarray:
+        """Rooms the hourly test watches (public T, σ, β: fixed for the Releaser's life)."""
+        cfg = self._day_cfg
+        if cfg is None:
+            return np.zeros(len(self.locations), dtype=bool)
+        return device_day.monitorable(self.capacities * self.s.capacity_factor,
+                                      cfg.alert_sigma, self.s.mide_beta)
+
+    @functools.cached_property
     def _alert_coverage(self) -> dict[str, Any]:
         """Public: the alert width α and the rooms too small to watch at this budget."""
         cfg = self._day_cfg
         if cfg is None or not self._day_alerts:
             return {}
-        thresholds = self.capacities * self.s.capacity_factor
         alpha = device_day.alert_alpha(cfg.alert_sigma, self.s.mide_beta)
-        watched = device_day.monitorable(thresholds, cfg.alert_sigma, self.s.mide_beta)
         return {"alerts_alpha": round(alpha, 1),
-                "alerts_unmonitored": [self.locations[i] for i in np.flatnonzero(~watched)]}
+                "alerts_unmonitored": [self.locations[i]
+                                       for i in np.flatnonzero(~self._watched)]}
 
     def day_projection(self) -> float:
         """ε per device-day of every configured release (device-day unit), δ = ``delta``."""
@@ -385,7 +394,7 @@ class Releaser:
                     "epsilon_projected_day": round(proj, 6),
                     "within_cap": proj <= s.epsilon_day * (1 + 1e-9),
                     "releases": [n for n, _ in self._day_releases()],
-                    **self._alert_coverage()}
+                    **self._alert_coverage}
         per_tick = sum(c.epsilon for c in self._costs.values())
         if self._mide is not None:
             per_tick += self._mide_cost
