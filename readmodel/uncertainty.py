@@ -81,9 +81,12 @@ def noise_sd(mech: str, meta: dict[str, Any]) -> float:
     scale, _ = noise_scale(mech, meta)
     if scale is None:
         return 0.0
-    if str(meta.get("noise", "")).lower() == "discrete gaussian":
-        return float(scale)
-    return math.sqrt(2.0) * float(scale)
+    return float(scale) if _gaussian(meta) else math.sqrt(2.0) * float(scale)
+
+
+def _gaussian(meta: dict[str, Any]) -> bool:
+    """Whether the release's noise is the device-day discrete Gaussian (σ = its scale)."""
+    return str(meta.get("noise", "")).lower() == "discrete gaussian"
 
 
 def interval(
@@ -94,7 +97,7 @@ def interval(
     scale, note = noise_scale(mech, meta)
     if scale is None:
         return Interval(None, None, level, note)
-    if str(meta.get("noise", "")).lower() == "discrete gaussian":
+    if _gaussian(meta):
         # device-day: normal quantile × σ of the room's own noise before least squares
         # (which only shrinks the variance; the discrete Gaussian's variance is ≤ σ²,
         # CKS 2020 Prop. 19); non-negativity can shift values near 0
