@@ -23,7 +23,7 @@ import numpy as np
 from mechanisms.errors import check_positive
 from mechanisms.noise import discrete_laplace, resolve_rng
 
-__all__ = ["resolve_rng", "laplace_noise", "noisy_values"]
+__all__ = ["resolve_rng", "child_stream", "laplace_noise", "noisy_values"]
 
 
 def laplace_noise(
@@ -62,3 +62,16 @@ def noisy_values(
     sensitivity = check_positive("sensitivity", sensitivity)
     v = np.asarray(values, dtype=np.float64)
     return v + laplace_noise(sensitivity / epsilon, v.shape, rng=rng, discrete=discrete)
+
+
+def child_stream(gen: np.random.Generator) -> np.random.Generator:
+    """An independent child stream of ``gen`` (``gen.spawn``), e.g. for selection features.
+
+    The chosen algorithm then draws from ``gen`` exactly as it would alone, so a
+    benchmark can compare it with the same algorithm on common random numbers. A
+    generator without a seed sequence (the CSPRNG) is used directly.
+    """
+    try:
+        return gen.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return gen

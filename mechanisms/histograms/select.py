@@ -35,7 +35,7 @@ import numpy as np
 from mechanisms.accounting import Accountant, Budget
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.histograms import sortaki
-from mechanisms.histograms._noise import laplace_noise, resolve_rng
+from mechanisms.histograms._noise import child_stream, laplace_noise, resolve_rng
 from mechanisms.histograms.greedyh import greedyh_release
 from mechanisms.histograms.hb import hb_release
 from mechanisms.histograms.hdmm import hdmm_release
@@ -56,6 +56,7 @@ __all__ = [
     "release_1d",
     "select_algorithm",
     "auto_release",
+    "nonnegative_cells",
 ]
 
 #: the 1-D algorithms added next to SORTaki's Table II
@@ -223,17 +224,19 @@ def noisy_features(
     return s_hat, t_hat
 
 
-def _child(gen: np.random.Generator) -> np.random.Generator:
-    """An independent child stream of ``gen`` for the selection features (``gen.spawn``).
+def nonnegative_cells(estimate: np.ndarray) -> np.ndarray:
+    """POST-PROCESSING: every cell estimate clamped at 0 (for the identity workload).
 
-    The chosen algorithm then draws from ``gen`` exactly as it would alone, so a
-    benchmark can compare it with the same algorithm on common random numbers. A
-    generator without a seed sequence (the CSPRNG) is used directly.
+    Counts are never negative (public knowledge), and for a true count ``x ≥ 0``,
+    ``|max(e, 0) − x| ≤ |e − x|`` for every estimate ``e``: the clamp can only lower each
+    cell's error, so it lowers the identity workload's error on every data set, every ε
+    and every noise draw (not only on average). It is *not* applied for prefix or range
+    workloads: there the clamped cells' positive bias (the mean of a clamped zero-mean
+    noise is > 0) adds up along a range — on DPBench files the clamped Identity was
+    3.7–32× worse on prefixes, the clamped DAWA up to 16× worse
+    (docs/histograms-1d.md). No data is read: privacy is the released estimate's.
     """
-    try:
-        return gen.spawn(1)[0]
-    except (TypeError, ValueError, AttributeError):
-        return gen
+    return np.maximum(np.asarray(estimate, np.float64), 0.0)
 
 
 def auto_release(
@@ -247,6 +250,9 @@ def auto_release(
     discrete: bool = False,
 ) -> tuple[np.ndarray, dict]:
     """Default release: spend ``scale_share``·ε on ŝ, select, run with the rest.
+
+    For the identity workload the cells are then clamped at 0
+    (:func:`nonnegative_cells`: post-processing that lowers every cell's error).
 
     Returns:
         (estimate, facts) — facts are public: the chosen algorithm, ŝ, the ε split.
@@ -263,12 +269,14 @@ def auto_release(
     cap = trunc_cap(eps_alg)
     acct.spend(eps_s, mechanism="histogram:auto:scale", sampler="laplace")
     acct.spend(eps_s, mechanism="histogram:auto:trunc", sampler="laplace")
-    s_hat, t_hat = noisy_features(x, eps_s, cap, rng=_child(gen), discrete=discrete)
+    s_hat, t_hat = noisy_features(x, eps_s, cap, rng=child_stream(gen), discrete=discrete)
     kind = workload_kind(n, workload)
     name = select_algorithm(n, kind, eps_alg, s_hat, t_hat)
     est = release_1d(
         name, x, eps_alg, workload=workload, accountant=acct, rng=gen, discrete=discrete
     )
+    if kind == "identity":
+        est = nonnegative_cells(est)
     facts = {
         "algorithm": name,
         "scale_estimate": s_hat,

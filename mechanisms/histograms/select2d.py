@@ -6,7 +6,7 @@ In the spirit of Pythia (Kotsogiannis, Machanavajjhala, Hay & Miklau, SIGMOD 201
 choice among {AG, UG, QuadTree, HB-2D, Privelet-2D, MWEM, kd-tree, cells} is a function
 of public features — the domain shape, the workload type, ε — and of DP estimates of
 the data, each bought with a share of ε and charged to the accountant before its noise:
-the scale N̂ (``SCALE_SHARE·ε``, :func:`~mechanisms.histograms.spend.noisy_total`) and,
+the scale N̂ (``AUTO_SCALE_SHARE·ε``, :func:`~mechanisms.histograms.spend.noisy_total`) and,
 for the default rule, the mass of the ``TOP_K`` = 16 fullest cells (``CONC_SHARE·ε``,
 :func:`noisy_top_mass`, sensitivity 1). The chosen algorithm runs with the rest and
 reuses N̂ when it needs the scale (UG, AG), so the scale is paid for once. Privacy: each
@@ -36,9 +36,9 @@ import numpy as np
 from mechanisms.accounting import Accountant
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.histograms import grids, hier2d, kdtree, quadtree
-from mechanisms.histograms._noise import laplace_noise
+from mechanisms.histograms._noise import child_stream, laplace_noise, resolve_rng
+from mechanisms.histograms.select import nonnegative_cells
 from mechanisms.histograms.spend import (
-    SCALE_SHARE,
     SpatialRelease,
     charge,
     ledger,
@@ -47,6 +47,7 @@ from mechanisms.histograms.spend import (
 
 __all__ = [
     "ALGORITHMS_2D",
+    "AUTO_SCALE_SHARE",
     "WORKLOADS_2D",
     "RULE_EVIDENCE",
     "KD_DENSITY",
@@ -73,6 +74,11 @@ ALGORITHMS_2D = (
 #: workload types the rule distinguishes
 WORKLOADS_2D = ("rectangles", "identity")
 
+#: share of ε the default (``algorithm="auto"``) spends on N̂. N̂'s noise sd is
+#: √2/(0.01·ε): at the rule's ψ threshold CONC_DENSITY (N·ε ≥ 6,554 on 256 × 256) 2.2 % of
+#: N, and AG / UG read N̂ only through √N in their grid sizes (1.1 %). 5 % (SCALE_SHARE,
+#: what AG / UG buy alone) cost the default 1/0.95 ≈ 1.05× on every cell it picked right.
+AUTO_SCALE_SHARE = 0.01
 #: the rule's threshold on ψ = N̂·ε / n_cells (records per cell per unit of noise scale)
 KD_DENSITY = 0.5
 #: data-aware rule (``features="occupancy"``): share of ε on the occupied-cell count,
@@ -346,9 +352,14 @@ def release_2d(
 ) -> SpatialRelease:
     """NOISE DRAWING — the default 2-D histogram release (ε-DP).
 
-    ``algorithm="auto"``: N̂ with ``SCALE_SHARE·ε`` (charged first), then the rule of
-    ``features``, then the chosen algorithm with the ε left and N̂. Any other name runs
-    that algorithm with the whole ε (UG / AG buy their own N̂).
+    ``algorithm="auto"``: N̂ with ``AUTO_SCALE_SHARE·ε`` (charged first), then the rule
+    of ``features``, then the chosen algorithm with the ε left and N̂. Any other name runs
+    that algorithm with the whole ε (UG / AG buy their own N̂ with ``SCALE_SHARE``). The
+    features draw from a child stream of ``rng`` (:func:`~mechanisms.histograms._noise.
+    child_stream`), so the chosen algorithm sees the stream it would see alone (a benchmark
+    can compare them on common random numbers). For the identity workload the cells are
+    clamped at 0 (:func:`~mechanisms.histograms.select.nonnegative_cells`: lowers every
+    cell's error).
 
     ``features``:
         * ``"concentration"`` (default): when the rectangles' ψ = N̂·ε′/n_cells reaches
@@ -380,15 +391,17 @@ def release_2d(
     acct = ledger(accountant, epsilon, "histogram-2d")
     if algorithm != "auto":
         return run_2d(algorithm, x, epsilon, accountant=acct, rng=rng, discrete=discrete)
-    eps_n = SCALE_SHARE * epsilon
+    gen = resolve_rng(rng)
+    feat_rng = child_stream(gen)  # the features' own stream: the algorithm draws from gen alone
+    eps_n = AUTO_SCALE_SHARE * epsilon
     n_hat = noisy_total(
-        x, eps_n, accountant=acct, rng=rng, discrete=discrete, mechanism="select2d:scale"
+        x, eps_n, accountant=acct, rng=feat_rng, discrete=discrete, mechanism="select2d:scale"
     )
     rest = epsilon - eps_n
     parts = {"scale": eps_n}
     if features == "occupancy":
         eps_o = OCCUPANCY_SHARE * epsilon
-        occ = noisy_occupancy(x, eps_o, accountant=acct, rng=rng, discrete=discrete)
+        occ = noisy_occupancy(x, eps_o, accountant=acct, rng=feat_rng, discrete=discrete)
         rest -= eps_o
         parts["occupancy"] = eps_o
         name = select_2d_occupancy(x.shape, rest, n_hat, occ)
@@ -396,15 +409,18 @@ def release_2d(
         eps_c = CONC_SHARE * epsilon
         top = None
         if workload == "rectangles" and n_hat * (rest - eps_c) / x.size >= CONC_DENSITY:
-            top = noisy_top_mass(x, eps_c, TOP_K, accountant=acct, rng=rng, discrete=discrete)
+            top = noisy_top_mass(
+                x, eps_c, TOP_K, accountant=acct, rng=feat_rng, discrete=discrete
+            )
             rest -= eps_c
             parts["concentration"] = eps_c
         name = select_2d_concentration(x.shape, rest, n_hat, top, workload)
     else:
         name = select_2d(x.shape, rest, n_hat, workload)
-    rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=rng, discrete=discrete)
+    rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=gen, discrete=discrete)
+    estimate = nonnegative_cells(rel.estimate) if workload == "identity" else rel.estimate
     return SpatialRelease(
-        rel.estimate,
+        estimate,
         f"auto:{name}",
         epsilon,
         rel.boxes,

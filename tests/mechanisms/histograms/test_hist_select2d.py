@@ -9,7 +9,7 @@ import pytest
 from mechanisms.accounting import Accountant, Budget
 from mechanisms.errors import BudgetExhaustedError, InvalidParameterError
 from mechanisms.histograms import select2d as s2
-from mechanisms.histograms.spend import SCALE_SHARE
+from mechanisms.histograms._noise import child_stream
 
 
 def _sparse(seed: int, lam: float) -> np.ndarray:
@@ -60,7 +60,7 @@ def test_release_2d_charges_epsilon_scale_first(features: str) -> None:
     )
     recs = acct.records
     assert recs[0].mechanism == "select2d:scale"
-    assert recs[0].epsilon == pytest.approx(SCALE_SHARE * 0.6)
+    assert recs[0].epsilon == pytest.approx(s2.AUTO_SCALE_SHARE * 0.6)
     assert acct.spent().epsilon == pytest.approx(0.6)
     assert sum(rel.parts.values()) == pytest.approx(0.6)
     assert rel.estimate.shape == (64, 64)
@@ -91,3 +91,21 @@ def test_unknown_algorithm_and_shape_rejected() -> None:
         s2.release_2d(np.ones((4, 4)), 1.0, algorithm="nope")
     with pytest.raises(InvalidParameterError):
         s2.release_2d(np.ones(16), 1.0)
+
+
+def test_default_identity_release_is_nonnegative_and_no_worse_per_cell() -> None:
+    """Identity workload: the default clamps at 0 — never negative, every cell's error ≤
+    the unclamped release's on the same draws (fails if the clamp is removed: the
+    kd-tree's leaf noise leaves negative cells on sparse data)."""
+    x = np.zeros((64, 64))
+    x[3, 5] = x[40, 7] = 2.0  # nearly empty: the noisy box totals straddle 0
+    clamped = s2.release_2d(x, 0.5, workload="identity", rng=np.random.default_rng(9))
+    gen = np.random.default_rng(9)
+    name = clamped.algorithm.split(":", 1)[1]
+    eps_left = sum(v for k, v in clamped.parts.items() if k.startswith(f"{name}:"))
+    _ = child_stream(gen)  # the features' stream, as release_2d spawns it
+    raw = s2.run_2d(name, x, eps_left, scale=clamped.scale, rng=gen).estimate
+    assert np.any(raw < 0)
+    assert np.all(clamped.estimate >= 0)
+    assert np.all(np.abs(clamped.estimate - x) <= np.abs(raw - x) + 1e-9)
+    assert np.abs(clamped.estimate - x).sum() < np.abs(raw - x).sum()

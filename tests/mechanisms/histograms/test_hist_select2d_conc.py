@@ -11,7 +11,6 @@ from scipy import stats
 from mechanisms.accounting import Accountant, Budget
 from mechanisms.histograms import hier2d
 from mechanisms.histograms import select2d as s2
-from mechanisms.histograms.spend import SCALE_SHARE
 
 # KS test of the feature's noise against Laplace(0, 1/ε): false alarm α = 1e-3; with
 # N = 5 000 draws the KS critical distance is ≈ 1.95/√N ≈ 0.028, while a 30 % wrong
@@ -69,7 +68,7 @@ def test_feature_spends_are_accounted(x: np.ndarray, bought: bool) -> None:
     rel = s2.release_2d(x, 0.8, accountant=acct, rng=np.random.default_rng(1))
     recs = acct.records
     assert recs[0].mechanism == "select2d:scale"
-    assert recs[0].epsilon == pytest.approx(SCALE_SHARE * 0.8)
+    assert recs[0].epsilon == pytest.approx(s2.AUTO_SCALE_SHARE * 0.8)
     conc = [r for r in recs if r.mechanism == "select2d:concentration"]
     if bought:  # ψ ≥ CONC_DENSITY: the top-k mass is bought second, before the algorithm
         assert recs[1] is conc[0] and conc[0].epsilon == pytest.approx(s2.CONC_SHARE * 0.8)
