@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from mechanisms.histograms import evaluation as ev
+from mechanisms.histograms.projection import project_nonnegative
 from mechanisms.histograms.select import WORKLOAD_AWARE, release_1d
 from research.histogram import DPBENCH_1D, dpbench_dir, load_array
 
@@ -54,8 +55,14 @@ def run_grid(
     epsilons: tuple[float, ...],
     trials: int,
     progress: bool = False,
+    project: bool = False,
 ) -> tuple[dict[tuple, float], dict[str, float]]:
-    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm."""
+    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm.
+
+    ``project``: also the error of every release after
+    :func:`~mechanisms.histograms.projection.project_nonnegative` (post-processing of the
+    same release), under the algorithm's name + ``"+P"``.
+    """
     out: dict[tuple, float] = {}
     secs = dict.fromkeys(algorithms, 0.0)
     for d in datasets:
@@ -67,6 +74,7 @@ def run_grid(
             for eps in epsilons:
                 for a in algorithms:
                     errs = np.zeros((len(wls), trials))
+                    errs_p = np.zeros((len(wls), trials))
                     t0 = time.perf_counter()
                     for t, x in enumerate(xs):
                         est = None
@@ -75,9 +83,14 @@ def run_grid(
                                 rng = seq(1, di, scale, round(100 * eps), t, wi)
                                 est = release_1d(a, x, eps, workload=(w.lo, w.hi), rng=rng)
                             errs[wi, t] = ev.scaled_error(x, est, w)
+                            if project:
+                                proj = project_nonnegative(est, (w.lo, w.hi))
+                                errs_p[wi, t] = ev.scaled_error(x, proj, w)
                     secs[a] += time.perf_counter() - t0
                     for wi, w in enumerate(wls):
                         out[(d, scale, eps, w.name, a)] = float(np.median(errs[wi]))
+                        if project:
+                            out[(d, scale, eps, w.name, a + "+P")] = float(np.median(errs_p[wi]))
                 if progress:
                     print(f"  {d} scale {scale:g} ε {eps:g} done", file=sys.stderr, flush=True)
     return out, secs

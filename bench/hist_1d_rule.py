@@ -6,6 +6,9 @@ LC-DTIR-ALL — none of them is reported), scales 1e3 … 1e7, ε ∈ {0.1, 1}, 
 for every workload kind and signal level ``log10(ε·scale/n)`` picks the candidate with
 the smallest geo-mean ratio to the per-cell best (ties → the simpler algorithm).
 Adjacent levels with the same winner are merged into one threshold at the midpoint.
+Every cell also records each candidate's error after the default's projection onto
+non-negative histograms (``name+P``, :mod:`mechanisms.histograms.projection`), which
+``bench/hist_1d_tree.py`` fits the rule on.
 Writes bench/results/hist_1d/rule.json and prints the RULE literal.
 """
 
@@ -77,7 +80,9 @@ def main() -> None:
     """
     if len(sys.argv) > 2 and sys.argv[1] == "--part":
         names = tuple(sys.argv[2].split(","))
-        errors, _ = run_grid(names, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True)
+        errors, _ = run_grid(
+            names, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True, project=True
+        )
         (OUT / f"train_cells.{sys.argv[2]}.json").write_text(
             json.dumps({"|".join(map(str, k)): v for k, v in errors.items()}) + "\n"
         )
@@ -91,7 +96,9 @@ def main() -> None:
     if {k[0] for k in merged} >= set(TRAIN):
         errors = merged
     else:
-        errors, secs = run_grid(TRAIN, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True)
+        errors, secs = run_grid(
+            TRAIN, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True, project=True
+        )
     rule = derive(errors)
     th = as_thresholds(rule)
     OUT.mkdir(parents=True, exist_ok=True)

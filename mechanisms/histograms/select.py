@@ -41,6 +41,7 @@ from mechanisms.histograms.hb import hb_release
 from mechanisms.histograms.hdmm import hdmm_release
 from mechanisms.histograms.mwem import mwem_release
 from mechanisms.histograms.privelet import privelet_release
+from mechanisms.histograms.projection import project_nonnegative
 
 __all__ = [
     "NEW_1D",
@@ -56,7 +57,6 @@ __all__ = [
     "release_1d",
     "select_algorithm",
     "auto_release",
-    "nonnegative_cells",
 ]
 
 #: the 1-D algorithms added next to SORTaki's Table II
@@ -224,21 +224,6 @@ def noisy_features(
     return s_hat, t_hat
 
 
-def nonnegative_cells(estimate: np.ndarray) -> np.ndarray:
-    """POST-PROCESSING: every cell estimate clamped at 0 (for the identity workload).
-
-    Counts are never negative (public knowledge), and for a true count ``x ≥ 0``,
-    ``|max(e, 0) − x| ≤ |e − x|`` for every estimate ``e``: the clamp can only lower each
-    cell's error, so it lowers the identity workload's error on every data set, every ε
-    and every noise draw (not only on average). It is *not* applied for prefix or range
-    workloads: there the clamped cells' positive bias (the mean of a clamped zero-mean
-    noise is > 0) adds up along a range — on DPBench files the clamped Identity was
-    3.7–32× worse on prefixes, the clamped DAWA up to 16× worse
-    (docs/histograms-1d.md). No data is read: privacy is the released estimate's.
-    """
-    return np.maximum(np.asarray(estimate, np.float64), 0.0)
-
-
 def auto_release(
     x: np.ndarray,
     epsilon: float,
@@ -251,8 +236,9 @@ def auto_release(
 ) -> tuple[np.ndarray, dict]:
     """Default release: spend ``scale_share``·ε on ŝ, select, run with the rest.
 
-    For the identity workload the cells are then clamped at 0
-    (:func:`nonnegative_cells`: post-processing that lowers every cell's error).
+    The estimate is then projected onto non-negative histograms in the workload's norm
+    (:func:`~mechanisms.histograms.projection.project_nonnegative`: post-processing
+    whose workload error is never larger than the chosen algorithm's).
 
     Returns:
         (estimate, facts) — facts are public: the chosen algorithm, ŝ, the ε split.
@@ -275,8 +261,7 @@ def auto_release(
     est = release_1d(
         name, x, eps_alg, workload=workload, accountant=acct, rng=gen, discrete=discrete
     )
-    if kind == "identity":
-        est = nonnegative_cells(est)
+    est = project_nonnegative(est, workload)
     facts = {
         "algorithm": name,
         "scale_estimate": s_hat,

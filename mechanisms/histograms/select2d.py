@@ -37,7 +37,7 @@ from mechanisms.accounting import Accountant
 from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.histograms import grids, hier2d, kdtree, quadtree
 from mechanisms.histograms._noise import child_stream, laplace_noise, resolve_rng
-from mechanisms.histograms.select import nonnegative_cells
+from mechanisms.histograms.projection import project_nonnegative
 from mechanisms.histograms.spend import (
     SpatialRelease,
     charge,
@@ -358,8 +358,8 @@ def release_2d(
     features draw from a child stream of ``rng`` (:func:`~mechanisms.histograms._noise.
     child_stream`), so the chosen algorithm sees the stream it would see alone (a benchmark
     can compare them on common random numbers). For the identity workload the cells are
-    clamped at 0 (:func:`~mechanisms.histograms.select.nonnegative_cells`: lowers every
-    cell's error).
+    clamped at 0 (:func:`~mechanisms.histograms.projection.project_nonnegative`: lowers
+    every cell's error).
 
     ``features``:
         * ``"concentration"`` (default): when the rectangles' ψ = N̂·ε′/n_cells reaches
@@ -418,7 +418,9 @@ def release_2d(
     else:
         name = select_2d(x.shape, rest, n_hat, workload)
     rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=gen, discrete=discrete)
-    estimate = nonnegative_cells(rel.estimate) if workload == "identity" else rel.estimate
+    estimate = rel.estimate
+    if workload == "identity":  # the identity norm: the projection clamps every cell at 0
+        estimate = project_nonnegative(estimate.ravel()).reshape(estimate.shape)
     return SpatialRelease(
         estimate,
         f"auto:{name}",

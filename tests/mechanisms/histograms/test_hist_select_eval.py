@@ -110,21 +110,25 @@ def test_default_release_selects_and_records_the_choice(tmp_path) -> None:  # ty
     assert doc["ledger"]["epsilon"] == pytest.approx(0.5)
 
 
-def test_auto_identity_release_is_clamped_and_no_worse_per_cell() -> None:
-    """Identity workload: the default's cells are ≥ 0 and each cell's error is ≤ that of
-    the chosen algorithm run alone on the same draws (fails without the clamp: on a
-    sparse histogram the unclamped release has negative cells). Prefix workloads are
-    not clamped (the clamp's positive bias adds up along a prefix)."""
+def test_auto_release_is_projected_and_no_worse_than_the_chosen_algorithm() -> None:
+    """The default projects onto non-negative histograms in the workload's norm: cells
+    ≥ 0, and the workload error ≤ that of the chosen algorithm run alone on the same
+    draws (identity: per cell). Fails without the projection: on a sparse histogram the
+    unprojected releases have negative cells."""
     x = np.zeros(256)
     x[[3, 70, 71, 200]] = [5.0, 40.0, 38.0, 9.0]
-    est, facts = sel.auto_release(x, 0.5, rng=np.random.default_rng(2))
-    gen = np.random.default_rng(2)
-    _ = child_stream(gen)  # the features' stream, as auto_release spawns it
-    eps_alg = 0.5 - facts["eps_scale"] - facts["eps_trunc"]
-    raw = sel.release_1d(facts["algorithm"], x, eps_alg, rng=gen)
-    assert np.any(raw < 0)
-    assert np.all(est >= 0)
-    assert np.all(np.abs(est - x) <= np.abs(raw - x) + 1e-9)
-    prefix = (np.zeros(256, np.int64), np.arange(1, 257))
-    est_p, _ = sel.auto_release(x, 0.5, workload=prefix, rng=np.random.default_rng(2))
-    assert np.any(est_p < 0)
+    n = len(x)
+    cells = (np.arange(n), np.arange(1, n + 1))
+    prefix = (np.zeros(n, np.int64), np.arange(1, n + 1))
+    for wl in (None, prefix):
+        est, facts = sel.auto_release(x, 0.5, workload=wl, rng=np.random.default_rng(2))
+        gen = np.random.default_rng(2)
+        _ = child_stream(gen)  # the features' stream, as auto_release spawns it
+        eps_alg = 0.5 - facts["eps_scale"] - facts["eps_trunc"]
+        raw = sel.release_1d(facts["algorithm"], x, eps_alg, workload=wl, rng=gen)
+        assert np.any(raw < 0)
+        assert np.all(est >= 0)
+        w = ev.Workload("w", n, *(wl if wl is not None else cells))
+        assert ev.scaled_error(x, est, w) <= ev.scaled_error(x, raw, w)
+        if wl is None:
+            assert np.all(np.abs(est - x) <= np.abs(raw - x) + 1e-9)
