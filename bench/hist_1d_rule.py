@@ -2,7 +2,7 @@
 
 ``python -m bench.hist_1d_rule`` runs the candidates on the TRAIN data sets of
 :mod:`bench.hist_1d_grid` (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
-LC-DTIR-ALL — none of them is reported), scales 1e3 … 1e7, ε ∈ {0.1, 1}, 2 trials, and
+LC-DTIR-ALL — none of them is reported), scales 1e3, 3e3, … 1e7, ε ∈ {0.1, 1}, 4 trials, and
 for every workload kind and signal level ``log10(ε·scale/n)`` picks the candidate with
 the smallest geo-mean ratio to the per-cell best (ties → the simpler algorithm).
 Adjacent levels with the same winner are merged into one threshold at the midpoint.
@@ -25,7 +25,9 @@ from bench.hist_1d_grid import TRAIN, run_grid
 
 #: MWEM and GreedyH were dropped after the first derivation (never the best there)
 CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "HDMM")
-SCALES = (10**3, 10**4, 10**5, 10**6, 10**7)
+SCALES = (10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7)
+#: trials per training cell (medians)
+TRIALS = 4
 EPSILONS = (0.1, 1.0)
 KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
 OUT = Path(__file__).parent / "results" / "hist_1d"
@@ -81,7 +83,7 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--part":
         names = tuple(sys.argv[2].split(","))
         errors, _ = run_grid(
-            names, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True, project=True
+            names, CANDIDATES, SCALES, EPSILONS, trials=TRIALS, progress=True, project=True
         )
         (OUT / f"train_cells.{sys.argv[2]}.json").write_text(
             json.dumps({"|".join(map(str, k)): v for k, v in errors.items()}) + "\n"
@@ -97,7 +99,7 @@ def main() -> None:
         errors = merged
     else:
         errors, secs = run_grid(
-            TRAIN, CANDIDATES, SCALES, EPSILONS, trials=2, progress=True, project=True
+            TRAIN, CANDIDATES, SCALES, EPSILONS, trials=TRIALS, progress=True, project=True
         )
     rule = derive(errors)
     th = as_thresholds(rule)

@@ -3,7 +3,7 @@
 ``python -m bench.hist_1d_tree`` reads the per-cell medians that ``python -m
 bench.hist_1d_rule`` wrote for the TRAIN data sets (bench/results/hist_1d/
 train_cells.json: BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
-LC-DTIR-ALL; scales 1e3 … 1e7, ε ∈ {0.1, 1}, 2 trials; none of them is reported),
+LC-DTIR-ALL; scales 1e3, 3e3, … 1e7, ε ∈ {0.1, 1}, 4 trials; none of them is reported),
 computes the rule's two features on the noise-free training data — the signal level
 ``log10(ε·scale/n)`` and the truncated-mass fraction ``u = Σ min(x_i, c)/(n·c)``,
 ``c = max(1, round(κ/ε))``
@@ -31,8 +31,8 @@ KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
 CHOICES = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
-#: smallest number of training cells in a leaf (against over-fitting 70 cells per kind)
-MIN_LEAF = 6
+#: smallest number of training cells in a leaf (against over-fitting 126 cells per kind)
+MIN_LEAF = 10
 
 
 def _features(cells: dict[str, float], kappa: float) -> dict[tuple, tuple[float, float]]:
