@@ -71,6 +71,7 @@ from mechanisms.noise import discrete_laplace, resolve_rng
 __all__ = [
     "PegasusFilterConfig",
     "PegasusFilterState",
+    "EPSILON_SCHEDULE",
     "RANGE_CAPACITIES",
     "banks_from_bytes",
     "banks_of",
@@ -79,6 +80,7 @@ __all__ = [
     "initialize",
     "max_counts_for",
     "posterior_moments",
+    "scheduled_constants",
     "update",
     "update_banks",
 ]
@@ -104,10 +106,13 @@ class PegasusFilterConfig:
             location to cover 3 × the room's public capacity (:func:`max_counts_for`,
             e.g. 2047 for campus rooms of capacity 342–682).
         move_empty: m(0), probability that an empty location's count changes in a tick.
-        move_low: m(c) for 1 ≤ c ≤ 2.
+            None (default): :func:`scheduled_constants` at ε — 0.004 at ε ≤ 1, 0.1 at
+            ε ≥ 2 (the module docstring says why).
+        move_low: m(c) for 1 ≤ c ≤ 2. None: the ε schedule, 0.15 at ε ≤ 1, 0.5 at ε ≥ 2.
         move_busy: m(c) for c ≥ 3.
         step_ratio: a move of k ≥ 1 has weight step_ratio^(k−1) (geometric), in [0, 1).
         jump_share: share of moves that jump to any other level uniformly (heavy tail).
+            None: the ε schedule, 0.3 at ε ≤ 1, 0.5 at ε ≥ 2.
         output: ``"rounded-mean"`` (default), ``"mean"`` or ``"median"`` of the posterior.
         memory: False starts every tick from the uniform prior (the control, no
             information carried over time).
@@ -115,16 +120,19 @@ class PegasusFilterConfig:
 
     epsilon: float
     max_count: int = 511
-    move_empty: float = 0.004
-    move_low: float = 0.15
+    move_empty: float | None = None
+    move_low: float | None = None
     move_busy: float = 0.6
     step_ratio: float = 0.7
-    jump_share: float = 0.3
+    jump_share: float | None = None
     output: Literal["rounded-mean", "mean", "median"] = "rounded-mean"
     memory: bool = True
 
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
+        for name, value in scheduled_constants(self.epsilon).items():
+            if getattr(self, name) is None:  # not given: the ε schedule (frozen: set once)
+                object.__setattr__(self, name, value)
         if not isinstance(self.max_count, int | np.integer) or not (
             1 <= int(self.max_count) <= 65535
         ):
@@ -228,6 +236,27 @@ class PegasusFilterState:
                 f"data must be {need} bytes for {n} locations, not {len(data)}")
         post = np.frombuffer(data, "<f4", n * lv, _HEADER.size).reshape(n, lv)
         return cls(posterior=post.astype(np.float32), last_tick=int(last_tick))
+
+
+#: The ε schedule of the model's constants: (value at ε ≤ 1, value at ε ≥ 2); in between
+#: geometric interpolation in log₂ ε (untuned there). Tuned on seeds 101–102 (module
+#: docstring, "ε = 2: the filter's lag and event AUC").
+EPSILON_SCHEDULE: dict[str, tuple[float, float]] = {
+    "move_empty": (0.004, 0.1),
+    "move_low": (0.15, 0.5),
+    "jump_share": (0.3, 0.5),
+}
+
+
+def scheduled_constants(epsilon: float) -> dict[str, float]:
+    """The model's ε-dependent constants (public: a function of the public ε only).
+
+    ``v = v₁^(1−w) · v₂^w`` with ``w = clip(log₂ ε, 0, 1)``: exactly the ε ≤ 1 values for
+    ε ≤ 1 and exactly the ε ≥ 2 values for ε ≥ 2 (:data:`EPSILON_SCHEDULE`).
+    """
+    eps = check_positive("epsilon", epsilon)
+    w = min(max(float(np.log2(eps)), 0.0), 1.0)
+    return {name: lo ** (1.0 - w) * hi**w for name, (lo, hi) in EPSILON_SCHEDULE.items()}
 
 
 def initialize(n_locations: int, config: PegasusFilterConfig) -> PegasusFilterState:
