@@ -238,8 +238,8 @@ def test_the_schedule_keeps_the_eps1_model_up_to_eps1_and_is_responsive_from_eps
         cfg = pf.PegasusFilterConfig(eps)
         assert (cfg.move_empty, cfg.move_low, cfg.jump_share) == (0.1, 0.5, 0.5)
     mid = pf.scheduled_constants(1.5)
-    for name, (lo, hi) in pf.EPSILON_SCHEDULE.items():
-        assert lo < mid[name] < hi
+    for name, (low, high) in pf.EPSILON_SCHEDULE.items():
+        assert low < mid[name] < high
     given = pf.PegasusFilterConfig(2.0, move_empty=0.01)
     assert given.move_empty == 0.01 and given.move_low == 0.5  # a given value is kept
 
