@@ -79,7 +79,9 @@ So the constants ``move_empty``, ``move_low`` and ``jump_share`` follow a public
 in ε (:data:`EPSILON_SCHEDULE`, :func:`scheduled_constants`): the tuned ε ≤ 1 values up to
 ε = 1 (releases there are bit for bit those before the schedule), the responsive values
 from ε = 2, geometric interpolation in log₂ ε between (not tuned there). ε is public, so
-the schedule is part of the public model; explicitly given constants are kept.
+the schedule is part of the public model; explicitly given constants are kept. The
+state format is unchanged (the constants are not in it): a checkpoint written before the
+schedule loads, and at ε > 1 the filter continues from it under the scheduled model.
 
 Privacy (event level, one device at one tick; a device is in one location per tick):
 y is ε-DP (one count changes by 1; parallel over locations and ticks). Prediction,
