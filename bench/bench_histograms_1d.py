@@ -6,9 +6,10 @@ other 7 files), scales 1e4/1e5/1e6, ε ∈ {0.1, 1}, workloads identity / prefix
 random ranges, 5 trials (medians), seeds in :mod:`bench.hist_1d_grid`. Peers as the
 papers describe them: HB, Privelet, DAWA (GreedyH measurement), AHP (published merge
 rule), DPCube (``DPC``), MWEM, Identity. ``auto`` is the default release: 1 % of ε on a DP
-scale estimate, then the rule of :mod:`mechanisms.histograms.select` with 99 %, then its estimate projected onto
-non-negative histograms in the workload's norm (:mod:`mechanisms.histograms.projection`,
-post-processing); the peers are run as published, without it.
+scale estimate, then the rule of :mod:`mechanisms.histograms.select` with 99 %, then
+its estimate projected onto non-negative histograms in the workload's norm
+(:mod:`mechanisms.histograms.projection`, post-processing); the peers are run as
+published, without it.
 
 Figures per workload and ε: geo-mean over (data set, scale) of error(auto) / min over the
 peers, the worst such cell, how often each peer is the best, and the same geo-mean for
