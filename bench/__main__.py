@@ -1,4 +1,4 @@
-"""Run the benchmarks: ``python -m bench [--quick] [NAME ...]``."""
+"""Run the benchmarks: ``python -m bench [--quick] [NAME ...]`` (``--quick`` → NAME_quick.json)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         figures = {"machine": platform.machine(), "cpus": __import__("os").cpu_count(),
                    "wall_s": round(time.perf_counter() - t0, 2), **figures}
-        (out / f"{name}.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        # a --quick run never overwrites the full run's figures (the committed results)
+        target = out / (f"{name}_quick.json" if args.quick else f"{name}.json")
+        target.write_text(json.dumps(figures, indent=2, default=str) + "\n")
         for k, v in figures.items():
             print(f"   {k}: {v}", flush=True)
     return 1 if failed else 0
