@@ -41,7 +41,7 @@ from mechanisms.errors import InvalidParameterError, check_positive, check_proba
 from mechanisms.histograms import _tree
 from mechanisms.histograms import finalizers as fin
 from mechanisms.histograms import partitioners as part
-from mechanisms.histograms._noise import noisy_values, resolve_rng
+from mechanisms.histograms._noise import laplace_noise, noisy_values, resolve_rng
 from mechanisms.histograms.ahp import AHP_RATIO, ahp_cluster, ahp_threshold_published
 from mechanisms.histograms.bin_error import FORMULAS
 from mechanisms.histograms.bins import Partition, identity_order, sort_order
@@ -348,17 +348,24 @@ def run_config(
 
     if cfg.finalizer == "dawa":
         # DAWA §4–5: GreedyH on the workload reduced to the buckets (bucket fractions)
-        if workload is None:  # identity workload: Gram of bucket fractions is diag(1/|B|)
-            red = np.diag(1.0 / partition.sizes().astype(np.float64))
+        bucket_sums = partition.bin_sums(flat)
+        if workload is None:
+            # identity: the reduced Gram is diag(1/|B|), on which GreedyH weights every
+            # bucket 1 and no inner node (tests/mechanisms/histograms/
+            # test_hist_ahp_greedyh.py), so its release is the bucket sums + Lap(1/ε_f):
+            # drawn here directly — the same call and draws as through the tree, in O(k)
+            # memory (the dense k × k Gram did not fit at 500,000 buckets)
+            k = len(bucket_sums)
+            sums = bucket_sums + laplace_noise(
+                np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete
+            )
+            params["greedyh_nodes"] = k
         else:
-            red = reduced_range_gram(n, *workload, starts)
-        tree = greedyh_tree(red)
-        noisy_nodes = _tree.measure(
-            partition.bin_sums(flat), tree, eps_f, rng=gen, discrete=discrete
-        )
-        sums = _tree.least_squares(tree, noisy_nodes, eps_f)
+            tree = greedyh_tree(reduced_range_gram(n, *workload, starts))
+            noisy_nodes = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
+            sums = _tree.least_squares(tree, noisy_nodes, eps_f)
+            params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
         est = fin.ahp_finalize(partition, sums)
-        params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
     else:
         sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen, discrete=discrete)
         if cfg.finalizer == "waf":

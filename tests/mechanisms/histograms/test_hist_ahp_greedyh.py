@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from mechanisms.histograms import _tree, parse_config, run_config
+from mechanisms.histograms import finalizers as fin
 from mechanisms.histograms import sortaki as sk
 from mechanisms.histograms.ahp import ahp_cluster
 from mechanisms.histograms.greedyh import (
@@ -130,6 +133,34 @@ def test_greedyh_identity_workload_measures_the_leaves_only() -> None:
     leaves = [v for v in range(tree.size) if tree.hi[v] - tree.lo[v] == 1]
     assert np.allclose(tree.weight[leaves], 1.0)
     assert np.count_nonzero(tree.weight) == 16
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_dawa_identity_release_equals_the_greedyh_tree_path(discrete: bool, monkeypatch) -> None:
+    """DAWA on the identity workload measures the buckets directly (no k × k Gram): the
+    same release, draw for draw, as GreedyH's tree on diag(1/|B|) — which weights every
+    bucket 1 and no inner node, for unequal bucket sizes too."""
+    rng = np.random.default_rng(4)
+    x = np.repeat(rng.poisson(30, 12).astype(float), rng.integers(1, 9, 12))
+    seen = {}
+    draw = sk.laplace_noise
+
+    def spy(scale, size, *, rng=None, discrete=False):  # the generator before the draw
+        seen["state"] = copy.deepcopy(rng.bit_generator.state)
+        return draw(scale, size, rng=rng, discrete=discrete)
+
+    monkeypatch.setattr(sk, "laplace_noise", spy)
+    rel = run_config(parse_config("DAWA"), x, 0.5, rng=np.random.default_rng(9), discrete=discrete)
+    sizes = rel.partition.sizes().astype(float)
+    tree = greedyh_tree(np.diag(1.0 / sizes))
+    leaves = [v for v in range(tree.size) if not tree.children[v]]
+    assert np.allclose(np.asarray(tree.weight)[leaves], 1.0)
+    assert np.count_nonzero(tree.weight) == len(sizes)
+    gen = np.random.default_rng()
+    gen.bit_generator.state = seen["state"]
+    y = _tree.measure(rel.partition.bin_sums(x), tree, rel.eps_f, rng=gen, discrete=discrete)
+    expected = fin.ahp_finalize(rel.partition, _tree.least_squares(tree, y, rel.eps_f))
+    np.testing.assert_array_equal(rel.estimate, expected)
 
 
 def test_greedyh_prefers_upper_nodes_for_prefix_queries() -> None:
