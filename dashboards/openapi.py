@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashboards.cube import OPENAPI_PATHS as CUBE_PATHS
+from dashboards.game import OPENAPI_PATHS as GAME_PATHS
 
 _ERR = {"description": "bad parameter or auth failure",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -52,6 +53,7 @@ def spec(server_url: str = "/") -> dict[str, Any]:
     """
     doc = _spec(server_url)
     doc["paths"].update(CUBE_PATHS)
+    doc["paths"].update(GAME_PATHS)
     for path, ops in doc["paths"].items():
         for op in ops.values():
             op["responses"].setdefault("400", _ERR)
@@ -125,6 +127,9 @@ def _read_paths() -> dict[str, Any]:
     """The paths of who and what: role, site, mechanisms, ticks, snapshot."""
     day = _q("day", "UTC day YYYY-MM-DD", {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"})
     return {
+        "/api/health": {"get": {
+            "summary": "liveness: the read model (Redis) is reachable (no token needed)",
+            "security": [], "responses": {"200": _ok(_obj(["ok"], ok={"type": "boolean"}))}}},
         "/api/whoami": _op("the caller's role", _ok(_obj(["role"], role={
             "type": "string", "enum": ["analyst", "admin"]}))),
         "/api/site": _op("building plans: floors and location polygons", _ok(_ref("Site"))),
