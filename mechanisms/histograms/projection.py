@@ -19,7 +19,7 @@ constraints). It reads no data: privacy is the release's.
 
 Why the workload's norm and not the measurements': non-negative least squares on a
 hierarchy's *measurements* (Euclidean in the noisy node sums) helps the cells but biases
-every empty leaf upwards, and prefixes add those biases up — measured 3–7× worse on
+every empty leaf upwards, and prefixes add those biases up — measured 2–7× worse on
 DPBench prefixes (NETTRACE, INCOME at 4096 bins); clamping the cells does the same.
 
 Three workloads, each solved exactly in O(n) by pool-adjacent-violators
