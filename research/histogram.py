@@ -563,7 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=ALGORITHMS,
         help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, kdtree, "
         "cell, a 2-D algorithm (AG, UG, QuadTree, kd-hierarchical, auto-2d), or auto: chosen "
-        "from public facts and a DP scale estimate (default)",
+        "from public facts and two DP estimates (scale, spread), then projected onto "
+        "non-negative counts in the workload's norm (never worse for cell, prefix or "
+        "all-range queries) (default)",
     )
     r.add_argument(
         "--workload",
