@@ -60,52 +60,52 @@ def _write_text(text: str, path: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _skeleton(args: argparse.Namespace) -> int:
-    """``occustream buildings skeleton``: exit code."""
+#: a subcommand's result: exit code and the lines for stderr (printed by :func:`main`)
+Outcome = tuple[int, list[str]]
+
+
+def _skeleton(args: argparse.Namespace) -> Outcome:
+    """``occustream buildings skeleton``."""
     try:
         plans = json.loads(Path(args.meraki_floorplans).read_text())
     except (OSError, ValueError) as exc:
-        print(f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}",
-              file=sys.stderr)
-        return 2
+        return 2, [f"occustream buildings skeleton: {args.meraki_floorplans}: {exc}"]
     _write_text(skeleton_from_meraki_floorplans(plans, args.building), args.output)
-    return 0
+    return 0, []
 
 
-def _export(args: argparse.Namespace) -> int:
-    """``occustream buildings export``: exit code."""
+def _export(args: argparse.Namespace) -> Outcome:
+    """``occustream buildings export``."""
     _write_text(export_csv(json.loads(Path(args.json).read_text())), args.output)
-    return 0
+    return 0, []
 
 
-def _import(args: argparse.Namespace) -> int:
-    """``occustream buildings import``: exit code (2 with one stderr line per problem)."""
+def _import(args: argparse.Namespace) -> Outcome:
+    """``occustream buildings import`` (exit 2 with one stderr line per problem)."""
     src = args.csv
     try:
         text = sys.stdin.read() if src == "-" else Path(src).read_text(encoding="utf-8-sig")
     except OSError as exc:
-        print(f"occustream buildings import: {src}: cannot read: {exc.strerror}",
-              file=sys.stderr)
-        return 2
+        return 2, [f"occustream buildings import: {src}: cannot read: {exc.strerror}"]
     try:
         out = import_csv(text, src, site_id=args.id, site_name=args.name)
     except CsvImportError as exc:
-        for line in exc.errors:
-            print(line, file=sys.stderr)
-        return 2
+        return 2, list(exc.errors)
     _write(out, args.output)
     n_loc = sum(len(b["locations"]) for b in out.get("buildings", [out]))
     n_ap = sum(len(b["aps"]) for b in out.get("buildings", [out]))
-    print(f"imported {n_loc} rooms and {n_ap} access points"
-          + (f" → {args.output}" if args.output else ""), file=sys.stderr)
-    return 0
+    return 0, [f"imported {n_loc} rooms and {n_ap} access points"
+               + (f" → {args.output}" if args.output else "")]
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     """``occustream buildings import CSV`` / ``skeleton --meraki-floorplans`` / ``export``."""
     args = _build_parser().parse_args(list(argv) if argv is not None else None)
     command = {"skeleton": _skeleton, "export": _export, "import": _import}[args.cmd]
-    return command(args)
+    code, report = command(args)
+    for line in report:
+        print(line, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover
