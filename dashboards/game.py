@@ -55,67 +55,6 @@ MAX_WAITING = 8
 PLAYER_RE = re.compile(r"^[\w][\w .\-]{0,23}$")
 
 
-def _err(desc: str = "bad parameter or auth failure") -> dict[str, Any]:
-    return {"description": desc, "content": {"application/json": {
-        "schema": {"$ref": "#/components/schemas/Error"}}}}
-
-
-def _json(schema: dict[str, Any], desc: str = "OK") -> dict[str, Any]:
-    return {"description": desc, "content": {"application/json": {"schema": schema}}}
-
-
-_PLAYER = {"type": "string", "pattern": PLAYER_RE.pattern,
-           "description": "1 to 24 letters, digits, spaces, '.', '_' or '-'"}
-#: the game's API in the dashboard's OpenAPI document (``dashboards.openapi.spec``)
-OPENAPI_PATHS: dict[str, Any] = {
-    "/api/game/rounds": {"post": {
-        "summary": "IoT-DETECTIVE: a new round — a released day and its questions (no truth)",
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["player"], "properties": {
-                "player": _PLAYER,
-                "mechanism": {"type": "string",
-                              "description": "default: a random one with a guarantee"},
-                "epsilon": {"type": "number",
-                            "description": "one of the mechanism's game grid; default: random"},
-            }}}}},
-        "responses": {
-            "200": _json({"type": "object", "required": [
-                "id", "day", "mechanism", "epsilon", "ticks", "locations", "released",
-                "tasks", "time_limit_s", "player", "rounds_played", "bonus"]}),
-            "401": _err(),
-            "503": _err("too many rounds are being prepared (2 generating, 8 waiting); "
-                        "retry after Retry-After seconds"),
-        }}},
-    "/api/game/rounds/{round_id}/answer": {"post": {
-        "summary": "IoT-DETECTIVE: score a round's answers and reveal the truth",
-        "parameters": [{"name": "round_id", "in": "path", "required": True,
-                        "schema": {"type": "string"}}],
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["answers"], "properties": {
-                "answers": {"type": "object",
-                            "description": "task id → the player's estimate"}}}}}},
-        "responses": {
-            "200": _json({"type": "object", "required": [
-                "points", "time_factor", "bonus", "late", "elapsed_s", "tasks", "round",
-                "player", "total", "leaderboard"]}),
-            "401": _err(),
-            "404": _err(f"the round is unknown or expired (rounds last {ROUND_TTL_S:g} s)"),
-            "409": _err("the round has already been answered"),
-        }}},
-    "/api/game/leaderboard": {"get": {
-        "summary": "IoT-DETECTIVE: the best players",
-        "parameters": [{"name": "limit", "in": "query", "required": False,
-                        "description": "players to return (1–100, default 10)",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 100}}],
-        "responses": {
-            "200": _json({"type": "object", "required": ["players"], "properties": {
-                "players": {"type": "array", "items": {
-                    "type": "object", "required": ["name", "points", "rounds"]}}}}),
-            "401": _err(),
-        }}},
-}
-
-
 @dataclass
 class OpenRound:
     """A round sent to a player and not yet answered."""

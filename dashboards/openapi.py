@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashboards.cube import OPENAPI_PATHS as CUBE_PATHS
-from dashboards.game import OPENAPI_PATHS as GAME_PATHS
+from dashboards.game import PLAYER_RE, ROUND_TTL_S
 
 _ERR = {"description": "bad parameter or auth failure",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -53,7 +53,7 @@ def spec(server_url: str = "/") -> dict[str, Any]:
     """
     doc = _spec(server_url)
     doc["paths"].update(CUBE_PATHS)
-    doc["paths"].update(GAME_PATHS)
+    doc["paths"].update(_game_paths())
     for path, ops in doc["paths"].items():
         for op in ops.values():
             op["responses"].setdefault("400", _ERR)
@@ -244,3 +244,46 @@ def _spec(server_url: str) -> dict[str, Any]:
             "schemas": {**_read_schemas(), **_alert_schemas()},
         },
     }
+
+
+def _error(desc: str) -> dict[str, Any]:
+    """``_ERR`` with an endpoint-specific description."""
+    return {**_ERR, "description": desc}
+
+
+def _json_body(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"required": True, "content": {_JSON: {"schema": _obj(required, **properties)}}}
+
+
+def _game_paths() -> dict[str, Any]:
+    """IoT-DETECTIVE (``dashboards.game``): start a round, answer it, the leaderboard."""
+    player = {"type": "string", "pattern": PLAYER_RE.pattern,
+              "description": "1 to 24 letters, digits, spaces, '.', '_' or '-'"}
+    rounds = _op("IoT-DETECTIVE: a new round — a released day and its questions (no truth)",
+                 _ok(_obj(["id", "day", "mechanism", "epsilon", "ticks", "locations",
+                           "released", "tasks", "time_limit_s", "player", "rounds_played",
+                           "bonus"])), method="post")
+    rounds["post"]["requestBody"] = _json_body(["player"], player=player, mechanism={
+        "type": "string", "description": "default: a random one with a guarantee"},
+        epsilon={"type": "number",
+                 "description": "one of the mechanism's game grid; default: random"})
+    rounds["post"]["responses"]["503"] = _error(
+        "too many rounds are being prepared (2 generating, 8 waiting); retry after "
+        "Retry-After seconds")
+    answer = _op("IoT-DETECTIVE: score a round's answers and reveal the truth",
+                 _ok(_obj(["points", "time_factor", "bonus", "late", "elapsed_s", "tasks",
+                           "round", "player", "total", "leaderboard"])),
+                 parameters=[{"name": "round_id", "in": "path", "required": True,
+                              "schema": {"type": "string"}}], method="post")
+    answer["post"]["requestBody"] = _json_body(["answers"], answers={
+        "type": "object", "description": "task id → the player's estimate"})
+    answer["post"]["responses"].update({
+        "404": _error(f"the round is unknown or expired (rounds last {ROUND_TTL_S:g} s)"),
+        "409": _error("the round has already been answered")})
+    board = _op("IoT-DETECTIVE: the best players", _ok(_obj(["players"], players={
+        "type": "array", "items": _obj(["name", "points", "rounds"])})),
+        parameters=[{"name": "limit", "in": "query", "required": False,
+                     "description": "players to return (1–100, default 10)",
+                     "schema": {"type": "integer", "minimum": 1, "maximum": 100}}])
+    return {"/api/game/rounds": rounds, "/api/game/rounds/{round_id}/answer": answer,
+            "/api/game/leaderboard": board}

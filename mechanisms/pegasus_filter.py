@@ -37,15 +37,15 @@ counts is post-processing — but fixed constants keep the release reproducible)
 
 **ε = 2: the filter's lag and event AUC — an ε schedule of the constants.** With the
 constants above (tuned at ε ≤ 1) the filter met every issue-16 target but one: at ε = 2
-its event-detection AUC (docs/pegasus.md; ``research/evaluate.roc_curve``: the 3-tick
-sum rising by > 10) was 0.99995× Laplace's. Where it loses (seed 101, ε = 2, the filter
-against its own Perturber output, same draw): at threshold 10 it misses 46 true events
-in windows where the room held ≤ 2 people (noisy counts clipped at 0: 23) and has 58 false
-alarms there (27); in busier windows the two agree (33 / 34 misses). The cause is lag:
-a room at 0–2 people whose count rises by 2–3 (people arriving) is released a tick
-late, because the ε ≤ 1 model calls such a move unlikely (m(0) = 0.004, m(1..2) = 0.15)
-and at ε = 2 a 1-person noise step is still likely (P ≈ 0.24) — the rise's 3-tick sum
-shrinks below the event threshold, and the next window's grows above it. At ε = 2 the
+its event-detection AUC (docs/pegasus.md; ``research/evaluate.roc_curve``: the 3-tick sum
+rising by > 10) was 0.99997× Laplace's (bench, report seeds). Where it loses (seed 101, ε
+= 2, the filter against its own Perturber output, same draw): at threshold 10 it misses 46
+true events in windows where the room held ≤ 2 people (noisy counts clipped at 0: 23) and
+has 58 false alarms there (27); in busier windows the two agree (33 / 34 misses). The
+cause is lag: a room at 0–2 people whose count rises by 2–3 (people arriving) is released
+a tick late, because the ε ≤ 1 model calls such a move unlikely (m(0) = 0.004, m(1..2) =
+0.15) and at ε = 2 a 1-person noise step is still likely (P ≈ 0.24) — the rise's 3-tick
+sum shrinks below the event threshold, and the next window's grows above it. At ε = 2 the
 noise is small, so the prior's denoising buys little AUC while its lag costs: the model
 must trust the data more. Tuning (seeds 101–102 × 4 noise draws, ε = 2; AUC as the
 paired difference to the raw noisy counts of the same draw ×10⁻⁶, ± s.e.; MAE and
