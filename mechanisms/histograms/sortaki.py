@@ -77,6 +77,9 @@ TABLE_II = (
 
 #: DAWA's default share of the budget for its partitioner (Li et al. 2014; SORTaki §VII).
 DAWA_PARTITION_SHARE = 0.25
+#: the lean DAWA variant's partition share (``DAWA10``: not a published configuration —
+#: a candidate of the default release, measured in docs/histograms-1d.md "DAWA10")
+LEAN_DAWA_PARTITION_SHARE = 0.10
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class Config:
     threshold: bool = False
     partitioner: str = "none"  # none | greedy | ahp | dp | dpcube | dawa
     finalizer: str = "identity"  # identity | ahp | waf | dawa
+    #: the dawa partitioner's share of what γ_in leaves (None: DAWA_PARTITION_SHARE)
+    partition_share: float | None = None
 
     @property
     def uses_initializer(self) -> bool:
@@ -137,7 +142,8 @@ class Config:
             raise InvalidParameterError(
                 f"gamma_in must be in (0, 1) for {self.name}, not {gamma_in!r}"
             )
-        g_p = DAWA_PARTITION_SHARE * (1.0 - g_in) if self.partitioner == "dawa" else 0.0
+        rho = DAWA_PARTITION_SHARE if self.partition_share is None else self.partition_share
+        g_p = rho * (1.0 - g_in) if self.partitioner == "dawa" else 0.0
         return BudgetShares(g_in, g_p, 1.0 - g_in - g_p)
 
 
@@ -156,6 +162,12 @@ def parse_config(name: str) -> Config:
         "DPC": Config("DPC", partitioner="dpcube", finalizer="waf"),
         "sDPC": Config("sDPC", sort=True, partitioner="dpcube", finalizer="waf"),
         "DAWA": Config("DAWA", partitioner="dawa", finalizer="dawa"),
+        "DAWA10": Config(
+            "DAWA10",
+            partitioner="dawa",
+            finalizer="dawa",
+            partition_share=LEAN_DAWA_PARTITION_SHARE,
+        ),
         "sDAWA": Config("sDAWA", sort=True, partitioner="dawa", finalizer="waf"),
     }
     if name in fixed:

@@ -188,7 +188,7 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
 
 
 # --- configurations and budget ----------------------------------------------------------
-@pytest.mark.parametrize("name", TABLE_II)
+@pytest.mark.parametrize("name", (*TABLE_II, "DAWA10"))
 def test_budget_shares_add_up_to_epsilon(name: str) -> None:
     x = np.random.default_rng(0).poisson(4, 64).astype(float)
     for eps, g in [(1.0, None), (0.1, 0.5), (0.37, 0.3)]:
@@ -215,8 +215,31 @@ def test_configuration_names() -> None:
     sdawa = parse_config("sDAWA").shares(0.9)
     assert sdawa.gamma_p == pytest.approx(0.025) and sdawa.gamma_f == pytest.approx(0.075)
     assert parse_config("DAWA").shares().gamma_in == 0.0
+    assert parse_config("DAWA").shares().gamma_p == pytest.approx(0.25)
+    lean = parse_config("DAWA10").shares()
+    assert (lean.gamma_in, lean.gamma_p) == (0.0, pytest.approx(0.10))
     with pytest.raises(InvalidParameterError, match="algorithm must be one of"):
         parse_config("FOO")
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_dawa10_is_dawa_with_only_the_partition_share_changed(discrete: bool, monkeypatch) -> None:
+    """DAWA10 with its share set to DAWA's releases DAWA's histogram on the same stream."""
+    import mechanisms.histograms.sortaki as sk
+
+    x = np.random.default_rng(3).poisson(3, 128).astype(float)
+    x[40:90] = 0.0
+    wl = (np.array([0, 7, 30]), np.array([128, 60, 31]))
+
+    def run(name: str) -> np.ndarray:
+        rng = np.random.default_rng(11)
+        return release_histogram(name, x, 0.5, rng=rng, workload=wl, discrete=discrete).estimate
+
+    lean, dawa = run("DAWA10"), run("DAWA")
+    assert not np.array_equal(lean, dawa)  # the share changes the release
+    # parse_config builds its table per call, so the patched share is read
+    monkeypatch.setattr(sk, "LEAN_DAWA_PARTITION_SHARE", sk.DAWA_PARTITION_SHARE)
+    assert np.array_equal(run("DAWA10"), dawa)
 
 
 def test_seeded_runs_reproduce_exactly_and_differ_across_seeds() -> None:
