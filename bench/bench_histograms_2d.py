@@ -45,11 +45,22 @@ SEED = 17
 DATASETS = ("BJ-CABS-E", "GOWALLA", "STROKE", "ADULT-2D")
 SCALES = (10_000, 100_000, 1_000_000)
 EPSILONS = (0.1, 1.0)
-CANDIDATES = ("AG", "UG", "QuadTree", "HB-2D", "Privelet-2D", "MWEM", "kd-tree", "cells")
+CANDIDATES = (
+    "AG",
+    "UG",
+    "QuadTree",
+    "HB-2D",
+    "Privelet-2D",
+    "MWEM",
+    "DAWA-2D",
+    "AHP-2D",
+    "kd-tree",
+    "cells",
+)
 N_QUERIES = 2000
 #: the earlier rules, run for the before/after comparison: the public-only rule
 #: (``features="scale"``) and the occupancy rule
-BEFORE = ("default:scale", "default:occupancy")
+BEFORE = ("default:concentration", "default:scale", "default:occupancy")
 
 
 def _gen(*key: int) -> np.random.Generator:
@@ -94,10 +105,14 @@ def measure(
                     for t, x in enumerate(data):
                         rng = _gen(seed, d_i, s_i, e_i, t)  # common random numbers
                         if alg == "default":
-                            est = release_2d(x, eps, workload=workload, rng=rng).estimate
+                            est = release_2d(
+                                x, eps, workload=workload, boxes=mw_boxes, rng=rng
+                            ).estimate
                         elif alg.startswith("default:"):  # the earlier rules, for before/after
                             feat = alg.split(":", 1)[1]
-                            est = release_2d(x, eps, features=feat, rng=rng).estimate
+                            est = release_2d(
+                                x, eps, features=feat, boxes=mw_boxes, rng=rng
+                            ).estimate
                         else:
                             est = run_2d(alg, x, eps, boxes=mw_boxes, rng=rng).estimate
                         if workload == "identity":

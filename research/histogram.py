@@ -64,7 +64,17 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
 MULTI_D = ("kdtree", "cell")
 #: 2-D algorithms of issue 17 (mechanisms.histograms.select2d); "auto-2d" = the selection
-SPATIAL = ("auto-2d", "AG", "UG", "QuadTree", "HB-2D", "Privelet-2D", "kd-hierarchical")
+SPATIAL = (
+    "auto-2d",
+    "AG",
+    "UG",
+    "QuadTree",
+    "HB-2D",
+    "Privelet-2D",
+    "DAWA-2D",
+    "AHP-2D",
+    "kd-hierarchical",
+)
 ALGORITHMS = TABLE_II + NEW_1D + MULTI_D + SPATIAL
 RELEASE_WORKLOADS = ("range", "prefix", "identity")
 SLOT_S = 300.0

@@ -10,8 +10,12 @@ import pytest
 
 from mechanisms.accounting import Accountant, Budget
 from mechanisms.errors import BudgetExhaustedError
+from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms import grids, kdtree, quadtree
+from mechanisms.histograms.select2d import run_2d
 from mechanisms.histograms.spend import SCALE_SHARE
+
+_BOXES = ev.random_boxes((32, 32), 50, rng=np.random.default_rng(5))
 
 
 def _cube(seed: int = 0, shape: tuple[int, int] = (32, 32), lam: float = 5.0) -> np.ndarray:
@@ -169,6 +173,9 @@ RELEASES = {
     "kd": lambda x, e, **kw: kdtree.kd_tree_release(x, e, inference=True, **kw),
     "kd-h": lambda x, e, **kw: kdtree.hierarchical_kd_release(x, e, height=5, **kw),
     "cells": lambda x, e, **kw: kdtree.cell_based_release(x, e, **kw),
+    "DAWA-2D": lambda x, e, **kw: run_2d("DAWA-2D", x, e, boxes=_BOXES, **kw),
+    "DAWA-2D-cells": lambda x, e, **kw: run_2d("DAWA-2D", x, e, **kw),
+    "AHP-2D": lambda x, e, **kw: run_2d("AHP-2D", x, e, **kw),
 }
 
 
