@@ -35,20 +35,25 @@ def _spread(seed: int) -> np.ndarray:
     return rng.multinomial(10_000, np.full(4096, 1 / 4096)).reshape(64, 64).astype(float)
 
 
+
+def _conc(x: np.ndarray) -> s2.SpatialRelease:
+    """The concentration rule (no longer the default for rectangles), seed 7."""
+    return s2.release_2d(x, 1.0, features="concentration", rng=np.random.default_rng(7))
+
 def test_choice_invariant_to_data_beyond_the_dp_features(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b, c = _spiky(0), _spiky(1), _spread(2)
     assert a.sum() == b.sum() == c.sum() == 10_000
-    rels = [s2.release_2d(x, 1.0, features="concentration", rng=np.random.default_rng(7)) for x in (a, b, c)]
+    rels = [_conc(x) for x in (a, b, c)]
     # a and b differ everywhere but share N and the top-16 mass: same N̂, same choice
     assert rels[0].scale == rels[1].scale
     assert rels[0].algorithm == rels[1].algorithm == "auto:kd-tree"
     assert rels[2].algorithm == "auto:AG"  # the choice is data-dependent …
     monkeypatch.setattr(s2, "noisy_total", lambda *a, **k: 10_000.0)
     monkeypatch.setattr(s2, "noisy_top_mass", lambda *a, **k: 100.0)
-    fixed = [s2.release_2d(x, 1.0, features="concentration", rng=np.random.default_rng(7)).algorithm for x in (a, c)]
+    fixed = [_conc(x).algorithm for x in (a, c)]
     assert fixed == ["auto:AG", "auto:AG"]  # … only through N̂ and T̂
     monkeypatch.setattr(s2, "noisy_top_mass", lambda *a, **k: 9_000.0)
-    fixed = [s2.release_2d(x, 1.0, features="concentration", rng=np.random.default_rng(7)).algorithm for x in (a, c)]
+    fixed = [_conc(x).algorithm for x in (a, c)]
     assert fixed == ["auto:kd-tree", "auto:kd-tree"]
 
 
@@ -65,7 +70,9 @@ def test_rule_thresholds() -> None:
 @pytest.mark.parametrize(("x", "bought"), [(_spiky(3), True), (_spiky(3) / 100, False)])
 def test_feature_spends_are_accounted(x: np.ndarray, bought: bool) -> None:
     acct = Accountant(Budget(1.0), name="t")
-    rel = s2.release_2d(x, 0.8, features="concentration", accountant=acct, rng=np.random.default_rng(1))
+    rel = s2.release_2d(
+        x, 0.8, features="concentration", accountant=acct, rng=np.random.default_rng(1)
+    )
     recs = acct.records
     assert recs[0].mechanism == "select2d:scale"
     assert recs[0].epsilon == pytest.approx(s2.AUTO_SCALE_SHARE * 0.8)
