@@ -3,7 +3,8 @@
 Public information here means the public inputs plus DP estimates of data features.
 
 In the spirit of Pythia (Kotsogiannis, Machanavajjhala, Hay & Miklau, SIGMOD 2017): the
-choice among {AG, UG, QuadTree, HB-2D, Privelet-2D, MWEM, kd-tree, cells} is a function
+choice among {AG, UG, QuadTree, HB-2D, Privelet-2D, MWEM, DAWA-2D, AHP-2D, kd-tree,
+cells} is a function
 of public features — the domain shape, the workload type, ε — and of DP estimates of
 the data, each bought with a share of ε and charged to the accountant before its noise:
 the scale N̂ (``AUTO_SCALE_SHARE·ε``, :func:`~mechanisms.histograms.spend.noisy_total`) and,
@@ -13,7 +14,14 @@ reuses N̂ when it needs the scale (UG, AG), so the scale is paid for once. Priv
 estimate is DP at its share; the choice (and whether the feature is bought at all) is
 post-processing of them; sequential composition gives ε.
 
-The default rule (:func:`select_2d_concentration`, ``features="concentration"``): for
+The default rule (``features="dawa"``): for rectangles, DAWA on the Hilbert order
+(:mod:`~mechanisms.histograms.dawa2d`, DPBench's 2-D DAWA) with the whole ε and the
+caller's rectangles as its workload — with DAWA-2D among the candidates it is the best
+in 30 of 36 tuning cells and within 1.96× in all (:data:`DAWA_EVIDENCE`), so no feature
+is bought; for the identity workload the kd-tree after N̂ (as below).
+
+The concentration rule (:func:`select_2d_concentration`, ``features="concentration"``,
+the default until DAWA-2D was measured): for
 rectangles, with ψ = N̂·ε/n_cells and γ = T̂₁₆/N̂, the kd-tree (ξ₀ = 40/ε, leaf
 inference) when ψ ≥ 0.1 and γ ≥ 0.7 — the records sit on a few spikes the kd-tree
 isolates in boxes of their own — else AG. Fitted on the six DPBench 2-D files the
@@ -417,8 +425,8 @@ def release_2d(
     ``features``:
         * ``"dawa"`` (default): rectangles → DAWA-2D (:mod:`~mechanisms.histograms.
           dawa2d`) with the whole ε and ``boxes`` as its workload — no feature is bought:
-          with DAWA-2D among the candidates it is the best or within 1.33× in 35 of 36
-          tuning cells (:data:`DAWA_EVIDENCE`); the identity workload as
+          with DAWA-2D among the candidates it is the best in 30 of 36 tuning cells and
+          within 1.96× in all (:data:`DAWA_EVIDENCE`); the identity workload as
           ``"concentration"`` (the kd-tree after N̂).
         * ``"concentration"``: when the rectangles' ψ = N̂·ε′/n_cells reaches
           ``CONC_DENSITY`` (ε′ = ε minus both feature shares; a function of N̂ only),
