@@ -571,8 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-a",
         default="auto",
         choices=ALGORITHMS,
-        help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, kdtree, "
-        "cell, a 2-D algorithm (AG, UG, QuadTree, kd-hierarchical, auto-2d), or auto: chosen "
+        help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10, "
+        "kdtree, cell, a 2-D algorithm (AG, UG, QuadTree, HB-2D, Privelet-2D, DAWA-2D, "
+        "AHP-2D, kd-hierarchical, auto-2d = DAWA-2D on the Hilbert order), or auto: chosen "
         "from public facts and two DP estimates (scale, spread), then projected onto "
         "non-negative counts in the workload's norm (never worse for cell, prefix or "
         "all-range queries) (default)",
