@@ -59,7 +59,10 @@ def test_demo_shows_releases_and_alerts_then_stops_cleanly(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=40)
+            # read what the demo still writes while it stops: an undrained pipe could
+            # block its last writes and look like a demo that does not stop
+            rest, _ = proc.communicate(timeout=40)
+            lines.append(rest or "")
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
