@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -288,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     _check_args(args)
+    # Ctrl-C / SIGINT stops the demo even when it was started with SIGINT ignored (a
+    # background job, or a parent that ignores it: Python then installs no handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.synthetic:
         from dashboards.app import main as dashboard
 

@@ -42,7 +42,10 @@ def test_demo_shows_releases_and_alerts_then_stops_cleanly(tmp_path):
          "--log-dir", str(tmp_path), "--speed", "900", "--history-days", "0",
          "--start", "2026-01-05T00:00", "--cache-dir", "none"],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True,
+        # started with SIGINT ignored (a background job; pytest inherited it so from some
+        # earlier test): the demo must still stop on SIGINT
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     lines: list[str] = []
     deadline = time.monotonic() + 120  # "within two minutes on a fresh clone"
     released = alerts = False
