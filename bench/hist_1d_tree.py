@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.hist_1d_grid import REPORT, TRAIN, load, seq
 from mechanisms.histograms import evaluation as ev
-from mechanisms.histograms.select import truncated_fraction
+from mechanisms.histograms.select import box_holds, truncated_fraction
 
 OUT = Path(__file__).parent / "results" / "hist_1d"
 KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
@@ -125,10 +125,6 @@ def fit(cells: dict[str, float], kappa: float) -> dict[str, dict]:
     return out
 
 
-def _holds(box: tuple, fv: tuple[float, float]) -> bool:
-    return all((fv[f] <= t) if op == "<=" else (fv[f] > t) for f, op, t in box)
-
-
 def cross_validate(cells: dict[str, float], kappa: float) -> dict[str, dict]:
     """Leave-one-file-out: per kind, fit on 6 TRAIN files, score the 7th's cells.
 
@@ -148,7 +144,7 @@ def cross_validate(cells: dict[str, float], kappa: float) -> dict[str, dict]:
                     continue
                 key = f"{d}|{s}|{e}|{wname}|"
                 best = min(cells[key + a] for a in PUBLISHED)
-                alg = next(a for b, a in boxes if _holds(b, fv))
+                alg = next(a for b, a in boxes if box_holds(b, fv))
                 logs.append(math.log(cells[key + alg + "+P"] / best))
         out[kind] = {
             "held_out_geo_mean": round(math.exp(sum(logs) / len(logs)), 4),

@@ -206,9 +206,14 @@ def select_algorithm(
     snr = epsilon * max(float(scale_estimate), 1.0) / max(int(n), 1)
     feats = (math.log10(snr), min(max(float(trunc_estimate), 0.0), 1.0))
     for box, alg in RULE[kind]:
-        if all((feats[f] <= t) if op == "<=" else (feats[f] > t) for f, op, t in box):
+        if box_holds(box, feats):
             return alg
     return RULE[kind][-1][1]
+
+
+def box_holds(box: tuple, feats: tuple[float, ...]) -> bool:
+    """Whether the feature vector lies in a rule box ``((feature, "<=" | ">", t), …)``."""
+    return all((feats[f] <= t) if op == "<=" else (feats[f] > t) for f, op, t in box)
 
 
 def noisy_features(

@@ -468,44 +468,40 @@ def release_2d(
             boxes = None  # every cell: DAWA measures the buckets directly
         elif boxes is None:
             boxes = default_boxes(x.shape)
-        rel = run_2d("DAWA-2D", x, epsilon, boxes=boxes, accountant=acct, rng=rng,
+        name, parts, n_hat = "DAWA-2D", {}, None
+        rel = run_2d(name, x, epsilon, boxes=boxes, accountant=acct, rng=rng,
                      discrete=discrete)
-        estimate = rel.estimate
-        if workload == "identity":  # the identity norm's projection: clamp at 0
-            estimate = project_nonnegative(estimate.ravel()).reshape(estimate.shape)
-        return SpatialRelease(
-            estimate, "auto:DAWA-2D", epsilon, rel.boxes,
-            {f"DAWA-2D:{k}": v for k, v in rel.parts.items()}, None,
-        )
-    gen = resolve_rng(rng)
-    feat_rng = child_stream(gen)  # the features' own stream: the algorithm draws from gen alone
-    eps_n = AUTO_SCALE_SHARE * epsilon
-    n_hat = noisy_total(
-        x, eps_n, accountant=acct, rng=feat_rng, discrete=discrete, mechanism="select2d:scale"
-    )
-    rest = epsilon - eps_n
-    parts = {"scale": eps_n}
-    if features == "occupancy":
-        eps_o = OCCUPANCY_SHARE * epsilon
-        occ = noisy_occupancy(x, eps_o, accountant=acct, rng=feat_rng, discrete=discrete)
-        rest -= eps_o
-        parts["occupancy"] = eps_o
-        name = select_2d_occupancy(x.shape, rest, n_hat, occ)
-    elif features == "concentration":
-        eps_c = CONC_SHARE * epsilon
-        top = None
-        if workload == "rectangles" and n_hat * (rest - eps_c) / x.size >= CONC_DENSITY:
-            top = noisy_top_mass(
-                x, eps_c, TOP_K, accountant=acct, rng=feat_rng, discrete=discrete
-            )
-            rest -= eps_c
-            parts["concentration"] = eps_c
-        name = select_2d_concentration(x.shape, rest, n_hat, top, workload)
     else:
-        name = select_2d(x.shape, rest, n_hat, workload)
-    rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=gen, discrete=discrete)
+        gen = resolve_rng(rng)
+        feat_rng = child_stream(gen)  # the features' own stream: the algorithm draws from gen alone
+        eps_n = AUTO_SCALE_SHARE * epsilon
+        n_hat = noisy_total(
+            x, eps_n, accountant=acct, rng=feat_rng, discrete=discrete,
+            mechanism="select2d:scale",
+        )
+        rest = epsilon - eps_n
+        parts = {"scale": eps_n}
+        if features == "occupancy":
+            eps_o = OCCUPANCY_SHARE * epsilon
+            occ = noisy_occupancy(x, eps_o, accountant=acct, rng=feat_rng, discrete=discrete)
+            rest -= eps_o
+            parts["occupancy"] = eps_o
+            name = select_2d_occupancy(x.shape, rest, n_hat, occ)
+        elif features == "concentration":
+            eps_c = CONC_SHARE * epsilon
+            top = None
+            if workload == "rectangles" and n_hat * (rest - eps_c) / x.size >= CONC_DENSITY:
+                top = noisy_top_mass(
+                    x, eps_c, TOP_K, accountant=acct, rng=feat_rng, discrete=discrete
+                )
+                rest -= eps_c
+                parts["concentration"] = eps_c
+            name = select_2d_concentration(x.shape, rest, n_hat, top, workload)
+        else:
+            name = select_2d(x.shape, rest, n_hat, workload)
+        rel = run_2d(name, x, rest, scale=n_hat, accountant=acct, rng=gen, discrete=discrete)
     estimate = rel.estimate
-    if workload == "identity":  # the identity norm: the projection clamps every cell at 0
+    if workload == "identity":  # the identity norm's projection: clamp every cell at 0
         estimate = project_nonnegative(estimate.ravel()).reshape(estimate.shape)
     return SpatialRelease(
         estimate,
