@@ -38,8 +38,10 @@ from mechanisms.histograms.spend import SpatialRelease, charge, ledger
 
 __all__ = ["GRAM_MAX", "hilbert_order", "reduced_box_workload", "dawa2d_release"]
 
-#: most buckets whose k × k Gram GreedyH is run on (8192² doubles = 512 MB)
-GRAM_MAX = 8192
+#: most buckets whose k × k Gram GreedyH is run on (16,384² doubles = 2 GB; dense data
+#: at scale 1e6, ε = 1 partitions into 8–16 thousand buckets, where the uniform hierarchy
+#: is 2.5–3× worse than GreedyH — bench/results/hist_2d_rule.json, BJ-CABS-S)
+GRAM_MAX = 16384
 
 
 def hilbert_order(side: int) -> np.ndarray:
@@ -86,6 +88,7 @@ def dawa2d_release(
     boxes: np.ndarray | None = None,
     *,
     share: float = DAWA_PARTITION_SHARE,
+    aligned: bool = False,
     accountant: Accountant | None = None,
     rng: np.random.Generator | None = None,
     discrete: bool = False,
@@ -97,6 +100,9 @@ def dawa2d_release(
         epsilon: total budget; ``share``·ε on the partition, the rest on the buckets.
         boxes: the rectangle workload, array (q, 2, 2) of [lo, hi) (None: every cell).
         share: the partition's share of ε (DAWA's 0.25).
+        aligned: the partition's candidates are the aligned dyadic intervals of the curve
+            (:func:`~mechanisms.histograms.partitioners.aligned_candidates`; the project's
+            DAWA-2D-aligned) instead of DAWA's intervals of size 2^k anywhere.
         accountant: charged for each part before its draw (None: a fresh one capped at ε).
         rng: noise source (None: the project's CSPRNG).
         discrete: exact discrete Laplace for the bucket measurements.
@@ -112,7 +118,8 @@ def dawa2d_release(
     epsilon = check_positive("epsilon", epsilon)
     if not 0.0 < share < 1.0:
         raise InvalidParameterError(f"share must be in (0, 1), not {share!r}")
-    acct = ledger(accountant, epsilon, "histogram-DAWA-2D")
+    name = "DAWA-2D-aligned" if aligned else "DAWA-2D"
+    acct = ledger(accountant, epsilon, f"histogram-{name}")
     gen = resolve_rng(rng)
     side = 1 << max(0, int(np.ceil(np.log2(max(x.shape)))))
     padded = np.zeros((side, side))
@@ -122,7 +129,7 @@ def dawa2d_release(
     eps_p = share * epsilon
     eps_f = epsilon - eps_p
     charge(acct, eps_p, mechanism="dawa2d:partition", n_values=1, discrete=False)
-    starts = dawa_partition(x1, eps_p, eps_f, rng=gen)
+    starts = dawa_partition(x1, eps_p, eps_f, aligned=aligned, rng=gen)
     k = len(starts)
     label1 = np.repeat(np.arange(k), np.diff(np.append(starts, len(x1))))
     # spread each bucket over its real cells only: padding is public and exactly 0
@@ -154,5 +161,5 @@ def dawa2d_release(
     est[order] = est1
     est = est.reshape(side, side)[: x.shape[0], : x.shape[1]]
     return SpatialRelease(
-        est, "DAWA-2D", epsilon, (), {"partition": eps_p, part: eps_f}, None
+        est, name, epsilon, (), {"partition": eps_p, part: eps_f}, None
     )

@@ -34,6 +34,7 @@ __all__ = [
     "greedy_partition",
     "dp_partition",
     "dyadic_candidates",
+    "aligned_candidates",
     "all_candidates",
     "optimal_from_candidates",
     "interval_l1_deviation",
@@ -129,6 +130,25 @@ def dyadic_candidates(n: int) -> tuple[np.ndarray, np.ndarray]:
         k += 1
     s = np.concatenate(ss)
     e = np.concatenate(ee)
+    o = np.lexsort((s, e))
+    return s[o], e[o]
+
+
+def aligned_candidates(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The aligned dyadic intervals ``[j·2^k, (j+1)·2^k)`` inside ``[0, n)``, grouped by end.
+
+    About 2n of them, against ≈ n·log₂ n for :func:`dyadic_candidates` (whose starts are
+    free); every partition of ``[0, n)`` into them is a cut of the binary tree over the
+    domain.
+    """
+    ss = []
+    k = 0
+    while (1 << k) <= n:
+        size = 1 << k
+        ss.append((np.arange(n // size, dtype=np.int64) * size, size))
+        k += 1
+    s = np.concatenate([a for a, _ in ss])
+    e = np.concatenate([a + size for a, size in ss])
     o = np.lexsort((s, e))
     return s[o], e[o]
 
@@ -230,6 +250,7 @@ def dawa_partition(
     eps_f: float,
     *,
     dyadic: bool = True,
+    aligned: bool = False,
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """NOISE DRAWING — DAWA's private partitioner (Li et al. 2014, §3, "L1 partition").
@@ -243,13 +264,22 @@ def dawa_partition(
     The deterministic DP then picks the cheapest partition. Privacy: ε_p-DP by the
     argument of Li et al. 2014 §3 (the noisy costs are the only access to the data).
     Candidates: intervals of size 2^k (``dyadic``, DAWA's option, O(n log n) of them)
-    or all intervals (O(n²), small domains only).
+    or all intervals (O(n²), small domains only), or (``aligned``) only the aligned
+    dyadic intervals of :func:`aligned_candidates` (≈ 2n) — not DAWA's option but the
+    project's: the DP picks the partition of least *noisy* cost, so the more candidates
+    there are, the more it picks intervals whose noise happened to be very negative
+    (a bucket that hides real structure, scored as cheap as an empty one). Fewer
+    candidates, less of that selection bias: on the six 2-D tuning files (Hilbert order,
+    65,536 cells) the aligned set lowers DAWA-2D's rectangle error to 0.77 / 0.95 of the
+    free-start set's (docs/histograms-2d.md). Any fixed, public candidate set keeps the
+    privacy argument: every candidate's cost is noised alike and the DP reads nothing else.
 
     Args:
         x: the REAL histogram in partition order (sorted order for sDAWA).
         eps_p: partition budget spent here.
         eps_f: budget of the later measurement (sets the per-bin penalty).
         dyadic: restrict to bins of size 2^k.
+        aligned: restrict further to the aligned dyadic bins (overrides ``dyadic``).
         rng: noise source (None → project CSPRNG).
 
     Returns:
@@ -259,7 +289,10 @@ def dawa_partition(
     eps_f = check_positive("eps_f", eps_f)
     x = np.asarray(x, dtype=np.float64).ravel()
     n = len(x)
-    s, e = dyadic_candidates(n) if dyadic else all_candidates(n)
+    if aligned:
+        s, e = aligned_candidates(n)
+    else:
+        s, e = dyadic_candidates(n) if dyadic else all_candidates(n)
     dev = interval_l1_deviation(x, s, e)
     size = (e - s).astype(np.float64)
     multi = size > 1

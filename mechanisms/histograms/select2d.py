@@ -89,6 +89,7 @@ ALGORITHMS_2D = (
     "Privelet-2D",
     "MWEM",
     "DAWA-2D",
+    "DAWA-2D-aligned",
     "AHP-2D",
     "kd-tree",
     "kd-hierarchical",
@@ -347,9 +348,10 @@ def run_2d(
             r, c = np.indices(x.shape).reshape(2, -1)
             boxes = np.stack([np.stack([r, r + 1], 1), np.stack([c, c + 1], 1)], 1)
         return hier2d.mwem2d_release(x, epsilon, boxes, scale=scale, accountant=acct, rng=rng)
-    if name == "DAWA-2D":
+    if name in {"DAWA-2D", "DAWA-2D-aligned"}:
         return dawa2d.dawa2d_release(
-            x, epsilon, boxes, accountant=acct, rng=rng, discrete=discrete
+            x, epsilon, boxes, aligned=name == "DAWA-2D-aligned", accountant=acct, rng=rng,
+            discrete=discrete,
         )
     if name == "AHP-2D":
         acct.spend(epsilon, mechanism="histogram:AHP-2D", sampler=sampler_name(discrete))
@@ -468,7 +470,8 @@ def release_2d(
             boxes = None  # every cell: DAWA measures the buckets directly
         elif boxes is None:
             boxes = default_boxes(x.shape)
-        name, parts, n_hat = "DAWA-2D", {}, None
+        name = "DAWA-2D" if workload == "identity" else "DAWA-2D-aligned"
+        parts, n_hat = {}, None
         rel = run_2d(name, x, epsilon, boxes=boxes, accountant=acct, rng=rng,
                      discrete=discrete)
     else:
