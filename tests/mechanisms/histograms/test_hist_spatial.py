@@ -175,6 +175,7 @@ RELEASES = {
     "cells": lambda x, e, **kw: kdtree.cell_based_release(x, e, **kw),
     "DAWA-2D": lambda x, e, **kw: run_2d("DAWA-2D", x, e, boxes=_BOXES, **kw),
     "DAWA-2D-cells": lambda x, e, **kw: run_2d("DAWA-2D", x, e, **kw),
+    "DAWA-2D-aligned": lambda x, e, **kw: run_2d("DAWA-2D-aligned", x, e, boxes=_BOXES, **kw),
     "AHP-2D": lambda x, e, **kw: run_2d("AHP-2D", x, e, **kw),
 }
 
