@@ -14,11 +14,13 @@ reuses N̂ when it needs the scale (UG, AG), so the scale is paid for once. Priv
 estimate is DP at its share; the choice (and whether the feature is bought at all) is
 post-processing of them; sequential composition gives ε.
 
-The default rule (``features="dawa"``): for rectangles, DAWA on the Hilbert order
-(:mod:`~mechanisms.histograms.dawa2d`, DPBench's 2-D DAWA) with the whole ε and the
-caller's rectangles as its workload — with DAWA-2D among the candidates it is the best
-in 30 of 36 tuning cells and within 1.96× in all (:data:`DAWA_EVIDENCE`), so no feature
-is bought; the same for the identity workload (then clamped at 0).
+The default rule (``features="dawa"``): DAWA on the Hilbert order with its partition
+over the aligned dyadic intervals of the curve (``DAWA-2D-aligned``,
+:mod:`~mechanisms.histograms.dawa2d`; the project's variant of DPBench's 2-D DAWA, whose
+partition is less prone to hide records in empty buckets) with the whole ε and the
+caller's rectangles as its workload: on the tuning files it is 0.77 / 0.85 of the best of
+the ten published algorithms (:data:`DAWA_EVIDENCE`), so no feature is bought; the same
+for the identity workload (0.88 / 0.90; then clamped at 0).
 
 The concentration rule (:func:`select_2d_concentration`, ``features="concentration"``,
 the default until DAWA-2D was measured): for
@@ -378,15 +380,17 @@ def run_2d(
 FEATURES_2D = ("dawa", "concentration", "scale", "occupancy")
 
 #: what the default rule (``features="dawa"``) rests on: bench/hist_2d_rule.py's tuning
-#: table with DAWA-2D and AHP-2D among the candidates (same six files, seed 101, 3
-#: trials); geo-mean / worst of (algorithm / best of the ten) over the 18 cells per ε
+#: tables (six files not reported, seed 101; rectangles 3 trials, identity 2); geo-mean /
+#: worst of (algorithm / best of the ten published ones) over the 18 cells per ε
 DAWA_EVIDENCE = """
-                         ε = 0.1        ε = 1
-DAWA-2D always           1.053 / 1.96   1.025 / 1.33   (best in 30 of 36 cells)
-the concentration rule   1.708 / 6.16   2.066 / 6.70
-identity workload (every cell), 2 trials, best of kd-tree, DAWA-2D, AG, AHP-2D, cells:
-DAWA-2D always           1.014 / 1.20   1.016 / 1.18
-kd-tree (the old rule)   1.725 / 5.55   1.543 / 2.20
+rectangles                  ε = 0.1        ε = 1
+DAWA-2D-aligned always      0.771 / 1.27   0.852 / 1.70   (the default)
+DAWA-2D always              1.053 / 1.96   1.025 / 1.33   (the session-22 default)
+the concentration rule      1.708 / 6.16   2.066 / 6.70
+identity workload (best of AG, DAWA-2D, AHP-2D, kd-tree, cells):
+DAWA-2D-aligned always      0.879 / 1.02   0.895 / 1.01   (the default, before its clamp)
+DAWA-2D always              1.014 / 1.20   1.016 / 1.18
+kd-tree (the old rule)      1.725 / 5.55   1.543 / 2.20
 """
 
 
@@ -428,12 +432,11 @@ def release_2d(
     every cell's error).
 
     ``features``:
-        * ``"dawa"`` (default): rectangles → DAWA-2D (:mod:`~mechanisms.histograms.
-          dawa2d`) with the whole ε and ``boxes`` as its workload — no feature is bought:
-          with DAWA-2D among the candidates it is the best in 30 of 36 tuning cells and
-          within 1.96× in all (:data:`DAWA_EVIDENCE`); for the identity workload too
-          (every cell: the buckets measured directly, then clamped at 0; 1.01 / 1.02 of
-          the best on the tuning files, the kd-tree 1.73 / 1.54).
+        * ``"dawa"`` (default): DAWA-2D-aligned (:mod:`~mechanisms.histograms.dawa2d`)
+          with the whole ε and ``boxes`` as its workload — no feature is bought: 0.77 /
+          0.85 of the best of the ten published algorithms on the tuning files
+          (:data:`DAWA_EVIDENCE`); for the identity workload too (every cell: the buckets
+          measured directly, then clamped at 0; 0.88 / 0.90 of the best before the clamp).
         * ``"concentration"``: when the rectangles' ψ = N̂·ε′/n_cells reaches
           ``CONC_DENSITY`` (ε′ = ε minus both feature shares; a function of N̂ only),
           also ``CONC_SHARE·ε`` on the top-``TOP_K`` mass (:func:`noisy_top_mass`), then
@@ -470,8 +473,7 @@ def release_2d(
             boxes = None  # every cell: DAWA measures the buckets directly
         elif boxes is None:
             boxes = default_boxes(x.shape)
-        name = "DAWA-2D" if workload == "identity" else "DAWA-2D-aligned"
-        parts, n_hat = {}, None
+        name, parts, n_hat = "DAWA-2D-aligned", {}, None
         rel = run_2d(name, x, epsilon, boxes=boxes, accountant=acct, rng=rng,
                      discrete=discrete)
     else:
