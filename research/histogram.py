@@ -72,6 +72,7 @@ SPATIAL = (
     "HB-2D",
     "Privelet-2D",
     "DAWA-2D",
+    "DAWA-2D-aligned",
     "AHP-2D",
     "kd-hierarchical",
 )
@@ -573,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=ALGORITHMS,
         help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10, "
         "kdtree, cell, a 2-D algorithm (AG, UG, QuadTree, HB-2D, Privelet-2D, DAWA-2D, "
-        "AHP-2D, kd-hierarchical, auto-2d = DAWA-2D on the Hilbert order), or auto: chosen "
+        "DAWA-2D-aligned, AHP-2D, kd-hierarchical, auto-2d = DAWA-2D-aligned), or auto: chosen "
         "from public facts and two DP estimates (scale, spread), then projected onto "
         "non-negative counts in the workload's norm (never worse for cell, prefix or "
         "all-range queries) (default)",
