@@ -32,9 +32,10 @@ OUT = Path(__file__).parent / "results" / "hist_1d"
 KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
 #: the published algorithms, whose best error per cell is the reference
 PUBLISHED = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
-#: algorithms the rule may choose: the published ones and DAWA10 (DAWA with 10 % of ε
-#: on its partition, :data:`mechanisms.histograms.sortaki.LEAN_DAWA_PARTITION_SHARE`)
-CHOICES = (*PUBLISHED, "DAWA10")
+#: algorithms the rule may choose: the published ones, DAWA10 (DAWA with 10 % of ε on
+#: its partition, :data:`mechanisms.histograms.sortaki.LEAN_DAWA_PARTITION_SHARE`) and
+#: both with the partition over aligned dyadic bins (``-aligned``)
+CHOICES = (*PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned")
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
 #: smallest number of training cells in a leaf (against over-fitting 126 cells per kind)

@@ -573,6 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=ALGORITHMS,
         help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10, "
+        "DAWA-aligned, DAWA10-aligned, "
         "kdtree, cell, a 2-D algorithm (AG, UG, QuadTree, HB-2D, Privelet-2D, DAWA-2D, "
         "DAWA-2D-aligned, AHP-2D, kd-hierarchical, auto-2d = DAWA-2D-aligned), or auto: chosen "
         "from public facts and two DP estimates (scale, spread), then projected onto "

@@ -60,9 +60,14 @@ __all__ = [
 ]
 
 #: the 1-D algorithms added next to SORTaki's Table II
-NEW_1D = ("HB", "Privelet", "GreedyH", "MWEM", "HDMM", "DAWA10", "auto")
+NEW_1D = (
+    "HB", "Privelet", "GreedyH", "MWEM", "HDMM", "DAWA10", "DAWA-aligned", "DAWA10-aligned",
+    "auto",
+)
 #: algorithms whose output depends on the workload
-WORKLOAD_AWARE = ("DAWA", "DAWA10", "GreedyH", "MWEM", "HDMM", "auto")
+WORKLOAD_AWARE = (
+    "DAWA", "DAWA10", "DAWA-aligned", "DAWA10-aligned", "GreedyH", "MWEM", "HDMM", "auto"
+)
 #: share of ε spent on the selection features by :func:`auto_release` (half on the
 #: scale estimate, half on the truncated mass)
 SCALE_SHARE = 0.01
@@ -149,7 +154,8 @@ def release_1d(
     """The ε-DP estimate of the 1-D histogram ``x`` by the algorithm ``name``.
 
     Args:
-        name: a Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10 or auto.
+        name: a Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10,
+            DAWA-aligned, DAWA10-aligned or auto.
         x: the true histogram.
         epsilon: budget ε, charged to ``accountant`` (fresh, capped at ε, when None).
         workload: range queries ``(lo, hi)`` (used by the workload-aware algorithms).

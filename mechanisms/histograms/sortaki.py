@@ -117,6 +117,9 @@ class Config:
     finalizer: str = "identity"  # identity | ahp | waf | dawa
     #: the dawa partitioner's share of what γ_in leaves (None: DAWA_PARTITION_SHARE)
     partition_share: float | None = None
+    #: the dawa partitioner over the aligned dyadic bins only
+    #: (:func:`~mechanisms.histograms.partitioners.aligned_candidates`; ``-aligned`` names)
+    aligned: bool = False
 
     @property
     def uses_initializer(self) -> bool:
@@ -169,6 +172,14 @@ def parse_config(name: str) -> Config:
             partition_share=LEAN_DAWA_PARTITION_SHARE,
         ),
         "sDAWA": Config("sDAWA", sort=True, partitioner="dawa", finalizer="waf"),
+        "DAWA-aligned": Config("DAWA-aligned", partitioner="dawa", finalizer="dawa", aligned=True),
+        "DAWA10-aligned": Config(
+            "DAWA10-aligned",
+            partitioner="dawa",
+            finalizer="dawa",
+            partition_share=LEAN_DAWA_PARTITION_SHARE,
+            aligned=True,
+        ),
     }
     if name in fixed:
         return fixed[name]
@@ -255,7 +266,9 @@ def _partition_starts(
     if cfg.partitioner == "dpcube":
         return part.dpcube_partition(y, xi if xi is not None else 2.0 / eps_in**2)
     if cfg.partitioner == "dawa":
-        return part.dawa_partition(x_ordered, eps_p, eps_f, dyadic=dawa_dyadic, rng=rng)
+        return part.dawa_partition(
+            x_ordered, eps_p, eps_f, dyadic=dawa_dyadic, aligned=cfg.aligned, rng=rng
+        )
     raise InvalidParameterError(f"unknown partitioner {cfg.partitioner!r}")
 
 

@@ -235,7 +235,7 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
 
 
 # --- configurations and budget ----------------------------------------------------------
-@pytest.mark.parametrize("name", (*TABLE_II, "DAWA10"))
+@pytest.mark.parametrize("name", (*TABLE_II, "DAWA10", "DAWA-aligned", "DAWA10-aligned"))
 def test_budget_shares_add_up_to_epsilon(name: str) -> None:
     x = np.random.default_rng(0).poisson(4, 64).astype(float)
     for eps, g in [(1.0, None), (0.1, 0.5), (0.37, 0.3)]:
@@ -265,6 +265,9 @@ def test_configuration_names() -> None:
     assert parse_config("DAWA").shares().gamma_p == pytest.approx(0.25)
     lean = parse_config("DAWA10").shares()
     assert (lean.gamma_in, lean.gamma_p) == (0.0, pytest.approx(0.10))
+    assert parse_config("DAWA-aligned").shares() == parse_config("DAWA").shares()
+    assert parse_config("DAWA10-aligned").shares() == lean
+    assert parse_config("DAWA10-aligned").aligned and not parse_config("DAWA10").aligned
     with pytest.raises(InvalidParameterError, match="algorithm must be one of"):
         parse_config("FOO")
 
@@ -287,6 +290,27 @@ def test_dawa10_is_dawa_with_only_the_partition_share_changed(discrete: bool, mo
     # parse_config builds its table per call, so the patched share is read
     monkeypatch.setattr(sk, "LEAN_DAWA_PARTITION_SHARE", sk.DAWA_PARTITION_SHARE)
     assert np.array_equal(run("DAWA10"), dawa)
+
+
+@pytest.mark.parametrize("name", ["DAWA-aligned", "DAWA10-aligned"])
+def test_aligned_configurations_change_only_the_candidates(name: str, monkeypatch) -> None:
+    """``-aligned`` with the aligned candidates swapped for DAWA's releases the plain
+    configuration's histogram on the same stream (and differs without the swap)."""
+    import mechanisms.histograms.partitioners as pt
+
+    x = np.random.default_rng(3).poisson(3, 128).astype(float)
+    x[40:90] = 0.0
+    wl = (np.array([0, 7, 30]), np.array([128, 60, 31]))
+
+    def run(config: str) -> np.ndarray:
+        return release_histogram(
+            config, x, 0.5, rng=np.random.default_rng(11), workload=wl
+        ).estimate
+
+    plain = run(name.removesuffix("-aligned"))
+    assert not np.array_equal(run(name), plain)
+    monkeypatch.setattr(pt, "aligned_candidates", pt.dyadic_candidates)
+    assert np.array_equal(run(name), plain)
 
 
 def test_seeded_runs_reproduce_exactly_and_differ_across_seeds() -> None:
