@@ -141,14 +141,15 @@ def aligned_candidates(n: int) -> tuple[np.ndarray, np.ndarray]:
     free); every partition of ``[0, n)`` into them is a cut of the binary tree over the
     domain.
     """
-    ss = []
-    k = 0
-    while (1 << k) <= n:
-        size = 1 << k
-        ss.append((np.arange(n // size, dtype=np.int64) * size, size))
-        k += 1
-    s = np.concatenate([a for a, _ in ss])
-    e = np.concatenate([a + size for a, size in ss])
+    ss, ee = [], []
+    size = 1
+    while size <= n:
+        starts = np.arange(n // size, dtype=np.int64) * size
+        ss.append(starts)
+        ee.append(starts + size)
+        size *= 2
+    s = np.concatenate(ss)
+    e = np.concatenate(ee)
     o = np.lexsort((s, e))
     return s[o], e[o]
 
