@@ -138,21 +138,19 @@ def dawa2d_release(
     sizes = np.bincount(label1, weights=real.ravel()[order], minlength=k)
     sizes = np.where(sizes > 0, sizes, np.inf)  # all-padding bucket: estimate 0
     sums_true = np.bincount(label1, weights=x1, minlength=k)
-    if boxes is None or k > GRAM_MAX:
-        tree = None if boxes is None else _tree.build_tree(k, 2)
-    else:
-        labels = np.empty(side * side, np.int64)
-        labels[order] = label1
-        w = reduced_box_workload(labels.reshape(side, side), sizes, np.asarray(boxes))
-        tree = greedyh_tree(w.T @ w)
-    if tree is None:  # the identity workload: GreedyH weights every bucket 1 (1-D DAWA)
-        charge(acct, eps_f, mechanism="dawa2d:buckets", n_values=k, discrete=discrete)
-        sums = sums_true + laplace_noise(np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete)
+    if boxes is None:  # the identity workload: GreedyH weights every bucket 1 (1-D DAWA)
         part = "buckets"
+        charge(acct, eps_f, mechanism=f"dawa2d:{part}", n_values=k, discrete=discrete)
+        sums = sums_true + laplace_noise(np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete)
     else:
         if k > GRAM_MAX:
+            part, tree = "hierarchy", _tree.build_tree(k, 2)
             tree.weight = np.ones(len(tree.lo))  # H₂: every level, equal weights
-        part = "hierarchy" if k > GRAM_MAX else "greedyh"
+        else:
+            labels = np.empty(side * side, np.int64)
+            labels[order] = label1
+            w = reduced_box_workload(labels.reshape(side, side), sizes, np.asarray(boxes))
+            part, tree = "greedyh", greedyh_tree(w.T @ w)
         charge(acct, eps_f, mechanism=f"dawa2d:{part}", n_values=k, discrete=discrete)
         y = _tree.measure(sums_true, tree, eps_f, rng=gen, discrete=discrete)
         sums = _tree.least_squares(tree, y, eps_f)
