@@ -21,6 +21,13 @@ data at high ε: the partition is then close to the single cells), the Gram does
 in memory; the buckets are then measured with the uniform binary hierarchy over the curve
 (HB's H₂, Hay et al. VLDB 2010) instead of GreedyH's weights — a deviation from DAWA,
 recorded in the release's ``parts`` name.
+
+The partition step has three candidate families (``partition=``): DPBench's intervals
+of size 2^k anywhere on the curve (``DAWA-2D``), the aligned ones (``DAWA-2D-aligned``,
+fewer candidates, less selection bias), and the grid's aligned dyadic rectangles
+(``DAWA-2D-boxes``, :mod:`~mechanisms.histograms.partitioners2d`: no curve, so a line of
+occupied cells along an axis is one strip instead of many runs). The last two are the
+project's variants, never the published peer.
 """
 
 from __future__ import annotations
@@ -33,10 +40,14 @@ from mechanisms.histograms import _tree
 from mechanisms.histograms._noise import laplace_noise, resolve_rng
 from mechanisms.histograms.greedyh import greedyh_tree
 from mechanisms.histograms.partitioners import dawa_partition
+from mechanisms.histograms.partitioners2d import box_partition
 from mechanisms.histograms.sortaki import DAWA_PARTITION_SHARE
 from mechanisms.histograms.spend import SpatialRelease, charge, ledger
 
-__all__ = ["GRAM_MAX", "hilbert_order", "reduced_box_workload", "dawa2d_release"]
+__all__ = ["GRAM_MAX", "PARTITIONS", "hilbert_order", "reduced_box_workload", "dawa2d_release"]
+
+#: the ``partition`` choices of :func:`dawa2d_release` and the algorithm each one names
+PARTITIONS = {"curve": "DAWA-2D", "aligned": "DAWA-2D-aligned", "boxes": "DAWA-2D-boxes"}
 
 #: most buckets whose k × k Gram GreedyH is run on (16,384² doubles = 2 GB; dense data
 #: at scale 1e6, ε = 1 partitions into 8–16 thousand buckets, where the uniform hierarchy
@@ -88,21 +99,25 @@ def dawa2d_release(
     boxes: np.ndarray | None = None,
     *,
     share: float = DAWA_PARTITION_SHARE,
-    aligned: bool = False,
+    partition: str = "curve",
     accountant: Accountant | None = None,
     rng: np.random.Generator | None = None,
     discrete: bool = False,
 ) -> SpatialRelease:
-    """NOISE DRAWING — DAWA on the Hilbert order of the 2-D histogram ``x`` (ε-DP).
+    """NOISE DRAWING — DAWA on the 2-D histogram ``x`` (ε-DP): partition, then GreedyH.
 
     Args:
         x: the true 2-D histogram (padded with public zeros to a power-of-two square).
         epsilon: total budget; ``share``·ε on the partition, the rest on the buckets.
         boxes: the rectangle workload, array (q, 2, 2) of [lo, hi) (None: every cell).
         share: the partition's share of ε (DAWA's 0.25).
-        aligned: the partition's candidates are the aligned dyadic intervals of the curve
-            (:func:`~mechanisms.histograms.partitioners.aligned_candidates`; the project's
-            DAWA-2D-aligned) instead of DAWA's intervals of size 2^k anywhere.
+        partition: the buckets' candidates — ``"curve"``: DAWA's intervals of size 2^k
+            anywhere on the curve (DPBench's DAWA-2D); ``"aligned"``: the aligned dyadic
+            intervals of the curve (:func:`~mechanisms.histograms.partitioners.aligned_candidates`;
+            the project's DAWA-2D-aligned); ``"boxes"``: the grid's aligned dyadic
+            rectangles in guillotine partitions
+            (:func:`~mechanisms.histograms.partitioners2d.box_partition`; the project's
+            DAWA-2D-boxes, buckets numbered along the guillotine tree, not the curve).
         accountant: charged for each part before its draw (None: a fresh one capped at ε).
         rng: noise source (None: the project's CSPRNG).
         discrete: exact discrete Laplace for the bucket measurements.
@@ -118,26 +133,36 @@ def dawa2d_release(
     epsilon = check_positive("epsilon", epsilon)
     if not 0.0 < share < 1.0:
         raise InvalidParameterError(f"share must be in (0, 1), not {share!r}")
-    name = "DAWA-2D-aligned" if aligned else "DAWA-2D"
+    if partition not in PARTITIONS:
+        raise InvalidParameterError(
+            f"partition must be one of {sorted(PARTITIONS)}, not {partition!r}"
+        )
+    name = PARTITIONS[partition]
     acct = ledger(accountant, epsilon, f"histogram-{name}")
     gen = resolve_rng(rng)
     side = 1 << max(0, int(np.ceil(np.log2(max(x.shape)))))
     padded = np.zeros((side, side))
     padded[: x.shape[0], : x.shape[1]] = x
-    order = hilbert_order(side)
-    x1 = padded.ravel()[order]
     eps_p = share * epsilon
     eps_f = epsilon - eps_p
     charge(acct, eps_p, mechanism="dawa2d:partition", n_values=1, discrete=False)
-    starts = dawa_partition(x1, eps_p, eps_f, aligned=aligned, rng=gen)
-    k = len(starts)
-    label1 = np.repeat(np.arange(k), np.diff(np.append(starts, len(x1))))
+    if partition == "boxes":
+        labels = box_partition(padded, eps_p, eps_f, rng=gen)
+    else:
+        order = hilbert_order(side)
+        starts = dawa_partition(
+            padded.ravel()[order], eps_p, eps_f, aligned=partition == "aligned", rng=gen
+        )
+        labels = np.empty(side * side, np.int64)
+        labels[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, side * side)))
+        labels = labels.reshape(side, side)
+    k = int(labels.max()) + 1
     # spread each bucket over its real cells only: padding is public and exactly 0
     real = np.zeros((side, side))
     real[: x.shape[0], : x.shape[1]] = 1.0
-    sizes = np.bincount(label1, weights=real.ravel()[order], minlength=k)
+    sizes = np.bincount(labels.ravel(), weights=real.ravel(), minlength=k)
     sizes = np.where(sizes > 0, sizes, np.inf)  # all-padding bucket: estimate 0
-    sums_true = np.bincount(label1, weights=x1, minlength=k)
+    sums_true = np.bincount(labels.ravel(), weights=padded.ravel(), minlength=k)
     if boxes is None:  # the identity workload: GreedyH weights every bucket 1 (1-D DAWA)
         part = "buckets"
         charge(acct, eps_f, mechanism=f"dawa2d:{part}", n_values=k, discrete=discrete)
@@ -147,17 +172,12 @@ def dawa2d_release(
             part, tree = "hierarchy", _tree.build_tree(k, 2)
             tree.weight = np.ones(len(tree.lo))  # H₂: every level, equal weights
         else:
-            labels = np.empty(side * side, np.int64)
-            labels[order] = label1
-            w = reduced_box_workload(labels.reshape(side, side), sizes, np.asarray(boxes))
+            w = reduced_box_workload(labels, sizes, np.asarray(boxes))
             part, tree = "greedyh", greedyh_tree(w.T @ w)
         charge(acct, eps_f, mechanism=f"dawa2d:{part}", n_values=k, discrete=discrete)
         y = _tree.measure(sums_true, tree, eps_f, rng=gen, discrete=discrete)
         sums = _tree.least_squares(tree, y, eps_f)
-    est1 = (sums / sizes)[label1]
-    est = np.empty(side * side)
-    est[order] = est1
-    est = est.reshape(side, side)[: x.shape[0], : x.shape[1]]
+    est = (sums / sizes)[labels][: x.shape[0], : x.shape[1]]
     return SpatialRelease(
         est, name, epsilon, (), {"partition": eps_p, part: eps_f}, None
     )

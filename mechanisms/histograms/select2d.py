@@ -92,11 +92,14 @@ ALGORITHMS_2D = (
     "MWEM",
     "DAWA-2D",
     "DAWA-2D-aligned",
+    "DAWA-2D-boxes",
     "AHP-2D",
     "kd-tree",
     "kd-hierarchical",
     "cells",
 )
+#: DAWA's 2-D algorithms by name → their ``partition`` (:func:`~mechanisms.histograms.dawa2d.dawa2d_release`)
+_DAWA_PARTITION = {name: part for part, name in dawa2d.PARTITIONS.items()}
 #: workload types the rule distinguishes
 WORKLOADS_2D = ("rectangles", "identity")
 
@@ -350,9 +353,9 @@ def run_2d(
             r, c = np.indices(x.shape).reshape(2, -1)
             boxes = np.stack([np.stack([r, r + 1], 1), np.stack([c, c + 1], 1)], 1)
         return hier2d.mwem2d_release(x, epsilon, boxes, scale=scale, accountant=acct, rng=rng)
-    if name in {"DAWA-2D", "DAWA-2D-aligned"}:
+    if name in _DAWA_PARTITION:
         return dawa2d.dawa2d_release(
-            x, epsilon, boxes, aligned=name == "DAWA-2D-aligned", accountant=acct, rng=rng,
+            x, epsilon, boxes, partition=_DAWA_PARTITION[name], accountant=acct, rng=rng,
             discrete=discrete,
         )
     if name == "AHP-2D":

@@ -176,6 +176,8 @@ RELEASES = {
     "DAWA-2D": lambda x, e, **kw: run_2d("DAWA-2D", x, e, boxes=_BOXES, **kw),
     "DAWA-2D-cells": lambda x, e, **kw: run_2d("DAWA-2D", x, e, **kw),
     "DAWA-2D-aligned": lambda x, e, **kw: run_2d("DAWA-2D-aligned", x, e, boxes=_BOXES, **kw),
+    "DAWA-2D-boxes": lambda x, e, **kw: run_2d("DAWA-2D-boxes", x, e, boxes=_BOXES, **kw),
+    "DAWA-2D-boxes-cells": lambda x, e, **kw: run_2d("DAWA-2D-boxes", x, e, **kw),
     "AHP-2D": lambda x, e, **kw: run_2d("AHP-2D", x, e, **kw),
 }
 
