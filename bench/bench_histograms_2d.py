@@ -59,7 +59,7 @@ CANDIDATES = (
 )
 #: the project's own variants, measured and reported but never the reference: the best
 #: is taken over the published CANDIDATES only
-OWN = ("DAWA-2D-aligned",)
+OWN = ("DAWA-2D-aligned", "DAWA-2D-boxes")
 N_QUERIES = 2000
 #: the earlier rules, run for the before/after comparison: the public-only rule
 #: (``features="scale"``) and the occupancy rule

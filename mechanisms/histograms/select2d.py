@@ -14,13 +14,15 @@ reuses N̂ when it needs the scale (UG, AG), so the scale is paid for once. Priv
 estimate is DP at its share; the choice (and whether the feature is bought at all) is
 post-processing of them; sequential composition gives ε.
 
-The default rule (``features="dawa"``): DAWA on the Hilbert order with its partition
-over the aligned dyadic intervals of the curve (``DAWA-2D-aligned``,
-:mod:`~mechanisms.histograms.dawa2d`; the project's variant of DPBench's 2-D DAWA, whose
-partition is less prone to hide records in empty buckets) with the whole ε and the
-caller's rectangles as its workload: on the tuning files it is 0.77 / 0.85 of the best of
-the ten published algorithms (:data:`DAWA_EVIDENCE`), so no feature is bought; the same
-for the identity workload (0.88 / 0.90; then clamped at 0).
+The default rule (``features="dawa"``): for rectangles, DAWA with its partition over the
+grid's aligned dyadic rectangles (``DAWA-2D-boxes``, :mod:`~mechanisms.histograms.dawa2d`,
+:mod:`~mechanisms.histograms.partitioners2d`; the project's variant of DPBench's 2-D DAWA)
+with the whole ε and the caller's rectangles as its workload: on the tuning files it is
+0.69 / 0.79 of the best of the ten published algorithms (:data:`DAWA_EVIDENCE`), so no
+feature is bought. For the identity workload, DAWA on the Hilbert order with its
+partition over the aligned dyadic intervals of the curve (``DAWA-2D-aligned``, less prone
+than DPBench's candidates to hide records in empty buckets; 0.88 / 0.90, then clamped at
+0; the rectangles partition is no better there, 0.89 / 0.91).
 
 The concentration rule (:func:`select_2d_concentration`, ``features="concentration"``,
 the default until DAWA-2D was measured): for
@@ -387,11 +389,13 @@ FEATURES_2D = ("dawa", "concentration", "scale", "occupancy")
 #: worst of (algorithm / best of the ten published ones) over the 18 cells per ε
 DAWA_EVIDENCE = """
 rectangles                  ε = 0.1        ε = 1
-DAWA-2D-aligned always      0.771 / 1.27   0.852 / 1.70   (the default)
+DAWA-2D-boxes always        0.694 / 1.46   0.792 / 1.43   (the default)
+DAWA-2D-aligned always      0.771 / 1.27   0.852 / 1.70   (the session-23 default)
 DAWA-2D always              1.053 / 1.96   1.025 / 1.33   (the session-22 default)
 the concentration rule      1.708 / 6.16   2.066 / 6.70
 identity workload (best of AG, DAWA-2D, AHP-2D, kd-tree, cells):
 DAWA-2D-aligned always      0.879 / 1.02   0.895 / 1.01   (the default, before its clamp)
+DAWA-2D-boxes always        0.887 / 1.05   0.909 / 1.04
 DAWA-2D always              1.014 / 1.20   1.016 / 1.18
 kd-tree (the old rule)      1.725 / 5.55   1.543 / 2.20
 """
@@ -435,11 +439,12 @@ def release_2d(
     every cell's error).
 
     ``features``:
-        * ``"dawa"`` (default): DAWA-2D-aligned (:mod:`~mechanisms.histograms.dawa2d`)
-          with the whole ε and ``boxes`` as its workload — no feature is bought: 0.77 /
-          0.85 of the best of the ten published algorithms on the tuning files
-          (:data:`DAWA_EVIDENCE`); for the identity workload too (every cell: the buckets
-          measured directly, then clamped at 0; 0.88 / 0.90 of the best before the clamp).
+        * ``"dawa"`` (default): DAWA-2D-boxes (:mod:`~mechanisms.histograms.dawa2d`)
+          with the whole ε and ``boxes`` as its workload — no feature is bought: 0.69 /
+          0.79 of the best of the ten published algorithms on the tuning files
+          (:data:`DAWA_EVIDENCE`); for the identity workload DAWA-2D-aligned (every cell:
+          the buckets measured directly, then clamped at 0; 0.88 / 0.90 of the best
+          before the clamp).
         * ``"concentration"``: when the rectangles' ψ = N̂·ε′/n_cells reaches
           ``CONC_DENSITY`` (ε′ = ε minus both feature shares; a function of N̂ only),
           also ``CONC_SHARE·ε`` on the top-``TOP_K`` mass (:func:`noisy_top_mass`), then
@@ -472,11 +477,12 @@ def release_2d(
             algorithm, x, epsilon, boxes=boxes, accountant=acct, rng=rng, discrete=discrete
         )
     if features == "dawa":
-        if workload == "identity":
-            boxes = None  # every cell: DAWA measures the buckets directly
-        elif boxes is None:
-            boxes = default_boxes(x.shape)
-        name, parts, n_hat = "DAWA-2D-aligned", {}, None
+        if workload == "identity":  # every cell: DAWA measures the buckets directly
+            name, boxes = "DAWA-2D-aligned", None
+        else:
+            name = "DAWA-2D-boxes"
+            boxes = default_boxes(x.shape) if boxes is None else boxes
+        parts, n_hat = {}, None
         rel = run_2d(name, x, epsilon, boxes=boxes, accountant=acct, rng=rng,
                      discrete=discrete)
     else:

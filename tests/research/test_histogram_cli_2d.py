@@ -14,7 +14,7 @@ from occustream.cli import main as occustream
 @pytest.mark.parametrize(
     "algorithm",
     ["auto-2d", "AG", "UG", "QuadTree", "HB-2D", "Privelet-2D", "DAWA-2D-aligned",
-     "kd-hierarchical"],
+     "DAWA-2D-boxes", "kd-hierarchical"],
 )
 def test_release_2d_algorithms(tmp_path: Path, algorithm: str) -> None:
     cube = np.random.default_rng(0).poisson(3, (12, 288))

@@ -111,3 +111,20 @@ def test_default_identity_release_is_nonnegative_and_no_worse_per_cell() -> None
     assert np.all(clamped.estimate >= 0)
     assert np.all(np.abs(clamped.estimate - x) <= np.abs(raw - x) + 1e-9)
     assert np.abs(clamped.estimate - x).sum() < np.abs(raw - x).sum()
+
+
+@pytest.mark.parametrize(
+    ("workload", "chosen"), [("rectangles", "DAWA-2D-boxes"), ("identity", "DAWA-2D-aligned")]
+)
+def test_default_release_is_the_dawa_variant_of_its_workload(workload: str, chosen: str) -> None:
+    """The default rule (select2d.DAWA_EVIDENCE): the rectangles partition for rectangles,
+    the aligned runs of the curve for cells; the whole ε, the release that algorithm gives
+    alone on the same stream (then clamped for cells)."""
+    x = _sparse(6, 20.0)
+    rel = s2.release_2d(x, 0.7, workload=workload, rng=np.random.default_rng(11))
+    assert rel.algorithm.split(":", 1)[1] == chosen
+    boxes = None if workload == "identity" else s2.default_boxes(x.shape)
+    alone = s2.run_2d(chosen, x, 0.7, boxes=boxes, rng=np.random.default_rng(11)).estimate
+    if workload == "identity":
+        alone = np.maximum(alone, 0.0)
+    assert np.array_equal(rel.estimate, alone)
