@@ -100,7 +100,7 @@ ALGORITHMS_2D = (
     "kd-hierarchical",
     "cells",
 )
-#: DAWA's 2-D algorithms by name → their ``partition`` (:func:`~mechanisms.histograms.dawa2d.dawa2d_release`)
+#: DAWA's 2-D algorithms by name → their ``partition`` in ``dawa2d.dawa2d_release``
 _DAWA_PARTITION = {name: part for part, name in dawa2d.PARTITIONS.items()}
 #: workload types the rule distinguishes
 WORKLOADS_2D = ("rectangles", "identity")
