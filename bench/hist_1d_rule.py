@@ -27,8 +27,9 @@ from bench.hist_1d_grid import TRAIN, run_grid
 CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "HDMM")
 #: run and recorded too, never a per-cell reference: not published (DAWA with 10 % of ε
 #: on its partition, :data:`mechanisms.histograms.sortaki.LEAN_DAWA_PARTITION_SHARE`;
-#: DAWA and DAWA10 with the partition over aligned dyadic bins)
-EXTRA = ("DAWA10", "DAWA-aligned", "DAWA10-aligned")
+#: DAWA and DAWA10 with the partition over aligned dyadic bins; DAWA and DAWA10 with
+#: HDMM's measurement of the buckets)
+EXTRA = ("DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM")
 SCALES = (10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7)
 #: trials per training cell (medians)
 TRIALS = 4

@@ -34,8 +34,11 @@ KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
 PUBLISHED = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
 #: algorithms the rule may choose: the published ones, DAWA10 (DAWA with 10 % of ε on
 #: its partition, :data:`mechanisms.histograms.sortaki.LEAN_DAWA_PARTITION_SHARE`) and
-#: both with the partition over aligned dyadic bins (``-aligned``)
-CHOICES = (*PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned")
+#: both with the partition over aligned dyadic bins (``-aligned``) or with HDMM's
+#: measurement of the buckets (``-HDMM``)
+CHOICES = (
+    *PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM"
+)
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
 #: smallest number of training cells in a leaf (against over-fitting 126 cells per kind)

@@ -98,6 +98,13 @@ class DenseGram:
         """``G @ m``."""
         return self.g @ m
 
+    def summed_area(self) -> np.ndarray:
+        """``S[i, j] = Σ_{a<i, b<j} G[a, b]``, (n + 1) × (n + 1)."""
+        sat = np.zeros((self.n + 1, self.n + 1))
+        np.cumsum(self.g, axis=0, out=sat[1:, 1:])
+        np.cumsum(sat[1:, 1:], axis=1, out=sat[1:, 1:])
+        return sat
+
 
 def _objective(gram: RangeGram | DenseGram, p: int) -> Callable:
     n = gram.n
@@ -222,8 +229,16 @@ def _height(n: int, b: int) -> int:
 
 
 def _level_traces(gram: RangeGram | DenseGram, b: int, h: int) -> np.ndarray:
-    """``τ_l = tr(WᵀW E_l) = Σ_blocks ‖W 1_β‖² / s_l`` for l = 0 … h (τ_h = tr WᵀW)."""
+    """``τ_l = tr(WᵀW E_l) = Σ_blocks ‖W 1_β‖² / s_l`` for l = 0 … h (τ_h = tr WᵀW).
+
+    For a dense Gram ``‖W 1_β‖² = 1ᵀ G_ββ 1``, the sum of G over the diagonal block β,
+    read off G's summed-area table (O(n²) once, O(n/s_l) per level; the padding to b^h
+    cells is zero and adds nothing).
+    """
     tau = np.zeros(h + 1)
+    sat = None
+    if isinstance(gram, DenseGram):
+        sat = gram.summed_area()
     for lev in range(h + 1):
         s = b ** (h - lev)
         if isinstance(gram, RangeGram):
@@ -237,11 +252,10 @@ def _level_traces(gram: RangeGram | DenseGram, b: int, h: int) -> np.ndarray:
             )
             tau[lev] = float(val.sum())
         else:
-            big = b**h
-            gp = np.zeros((big, big))
-            gp[: gram.n, : gram.n] = gram.g
-            blocks = gp.reshape(big // s, s, big // s, s).sum(axis=(1, 3))
-            tau[lev] = float(np.trace(blocks)) / s
+            lo = np.arange(0, gram.n, s)
+            hi = np.minimum(lo + s, gram.n)
+            blocks = sat[hi, hi] - sat[lo, hi] - sat[hi, lo] + sat[lo, lo]
+            tau[lev] = float(blocks.sum()) / s
     return tau
 
 

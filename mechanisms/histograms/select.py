@@ -62,11 +62,12 @@ __all__ = [
 #: the 1-D algorithms added next to SORTaki's Table II
 NEW_1D = (
     "HB", "Privelet", "GreedyH", "MWEM", "HDMM", "DAWA10", "DAWA-aligned", "DAWA10-aligned",
-    "auto",
+    "DAWA-HDMM", "DAWA10-HDMM", "auto",
 )
 #: algorithms whose output depends on the workload
 WORKLOAD_AWARE = (
-    "DAWA", "DAWA10", "DAWA-aligned", "DAWA10-aligned", "GreedyH", "MWEM", "HDMM", "auto"
+    "DAWA", "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM",
+    "GreedyH", "MWEM", "HDMM", "auto",
 )
 #: share of ε spent on the selection features by :func:`auto_release` (half on the
 #: scale estimate, half on the truncated mass)

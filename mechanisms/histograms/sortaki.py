@@ -46,6 +46,7 @@ from mechanisms.histograms.ahp import AHP_RATIO, ahp_cluster, ahp_threshold_publ
 from mechanisms.histograms.bin_error import FORMULAS
 from mechanisms.histograms.bins import Partition, identity_order, sort_order
 from mechanisms.histograms.greedyh import greedyh_tree, reduced_range_gram
+from mechanisms.histograms.hdmm import hdmm_release
 
 __all__ = [
     "TABLE_II",
@@ -120,6 +121,10 @@ class Config:
     #: the dawa partitioner over the aligned dyadic bins only
     #: (:func:`~mechanisms.histograms.partitioners.aligned_candidates`; ``-aligned`` names)
     aligned: bool = False
+    #: how the dawa finaliser measures the bucket sums for a range workload: "greedyh"
+    #: (DAWA §4–5) or "hdmm" (the better of HDMM's weighted hierarchies and p-Identity
+    #: strategies for the workload reduced to the buckets; ``-HDMM`` names)
+    measurement: str = "greedyh"
 
     @property
     def uses_initializer(self) -> bool:
@@ -180,6 +185,10 @@ def parse_config(name: str) -> Config:
             partition_share=LEAN_DAWA_PARTITION_SHARE,
             aligned=True,
         ),
+    }
+    fixed |= {
+        f"{base}-HDMM": replace(fixed[base], name=f"{base}-HDMM", measurement="hdmm")
+        for base in ("DAWA", "DAWA10")
     }
     if name in fixed:
         return fixed[name]
@@ -385,6 +394,13 @@ def run_config(
                 np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete
             )
             params["greedyh_nodes"] = k
+        elif cfg.measurement == "hdmm":
+            # McKenna et al. 2018 §5–6 on the reduced workload W̄ (its Gram W̄ᵀW̄ is public
+            # given the partition): the strategy's columns have L1 norm 1, so the
+            # measurement is ε_f-DP like GreedyH's; continuous Laplace (HDMM's weights are
+            # not integers)
+            gram = reduced_range_gram(n, *workload, starts)
+            sums = hdmm_release(bucket_sums, eps_f, gram=gram, rng=gen)
         else:
             tree = greedyh_tree(reduced_range_gram(n, *workload, starts))
             noisy_nodes = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)

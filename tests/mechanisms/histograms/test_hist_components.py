@@ -235,7 +235,9 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
 
 
 # --- configurations and budget ----------------------------------------------------------
-@pytest.mark.parametrize("name", (*TABLE_II, "DAWA10", "DAWA-aligned", "DAWA10-aligned"))
+@pytest.mark.parametrize(
+    "name", (*TABLE_II, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM")
+)
 def test_budget_shares_add_up_to_epsilon(name: str) -> None:
     x = np.random.default_rng(0).poisson(4, 64).astype(float)
     for eps, g in [(1.0, None), (0.1, 0.5), (0.37, 0.3)]:
@@ -268,6 +270,10 @@ def test_configuration_names() -> None:
     assert parse_config("DAWA-aligned").shares() == parse_config("DAWA").shares()
     assert parse_config("DAWA10-aligned").shares() == lean
     assert parse_config("DAWA10-aligned").aligned and not parse_config("DAWA10").aligned
+    assert parse_config("DAWA-HDMM").shares() == parse_config("DAWA").shares()
+    assert parse_config("DAWA10-HDMM").shares() == lean
+    assert parse_config("DAWA10-HDMM").measurement == "hdmm"
+    assert parse_config("DAWA10").measurement == "greedyh"
     with pytest.raises(InvalidParameterError, match="algorithm must be one of"):
         parse_config("FOO")
 
@@ -311,6 +317,38 @@ def test_aligned_configurations_change_only_the_candidates(name: str, monkeypatc
     assert not np.array_equal(run(name), plain)
     monkeypatch.setattr(pt, "aligned_candidates", pt.dyadic_candidates)
     assert np.array_equal(run(name), plain)
+
+
+@pytest.mark.parametrize("name", ["DAWA-HDMM", "DAWA10-HDMM"])
+def test_hdmm_measured_configurations_change_only_the_measurement(name: str) -> None:
+    """``-HDMM`` draws the plain configuration's partition (the same stream until the
+    measurement) and, for cell counts (no inner measurement to choose), releases the
+    plain histogram bit for bit; for ranges it measures differently."""
+    x = np.random.default_rng(3).poisson(3, 128).astype(float)
+    x[40:90] = 0.0
+    wl = (np.array([0, 7, 30]), np.array([128, 60, 31]))
+    plain = name.removesuffix("-HDMM")
+
+    def run(config: str, workload) -> np.ndarray:
+        return release_histogram(
+            config, x, 0.5, rng=np.random.default_rng(11), workload=workload
+        )
+
+    cells = run(name, None)
+    assert np.array_equal(cells.estimate, run(plain, None).estimate)
+    ranged, ranged_plain = run(name, wl), run(plain, wl)
+    assert np.array_equal(ranged.partition.starts, ranged_plain.partition.starts)
+    assert not np.array_equal(ranged.estimate, ranged_plain.estimate)
+
+
+def test_hdmm_measurement_is_exact_on_the_workload_at_a_huge_budget() -> None:
+    x = np.random.default_rng(4).poisson(6, 256).astype(float)
+    lo = np.zeros(256, np.int64)
+    hi = np.arange(1, 257)
+    est = release_histogram(
+        "DAWA-HDMM", x, 1e9, rng=np.random.default_rng(5), workload=(lo, hi)
+    ).estimate
+    assert np.cumsum(est) == pytest.approx(np.cumsum(x), abs=1e-3)
 
 
 def test_seeded_runs_reproduce_exactly_and_differ_across_seeds() -> None:
