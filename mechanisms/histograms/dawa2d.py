@@ -39,6 +39,7 @@ from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.histograms import _tree
 from mechanisms.histograms._noise import laplace_noise, resolve_rng
 from mechanisms.histograms.greedyh import greedyh_tree
+from mechanisms.histograms.hdmm import hdmm_release
 from mechanisms.histograms.partitioners import dawa_partition
 from mechanisms.histograms.partitioners2d import box_partition
 from mechanisms.histograms.sortaki import DAWA_PARTITION_SHARE
@@ -100,6 +101,7 @@ def dawa2d_release(
     *,
     share: float = DAWA_PARTITION_SHARE,
     partition: str = "curve",
+    measurement: str = "greedyh",
     accountant: Accountant | None = None,
     rng: np.random.Generator | None = None,
     discrete: bool = False,
@@ -118,6 +120,11 @@ def dawa2d_release(
             rectangles in guillotine partitions
             (:func:`~mechanisms.histograms.partitioners2d.box_partition`; the project's
             DAWA-2D-boxes, buckets numbered along the guillotine tree, not the curve).
+        measurement: how a rectangle workload's buckets are measured — ``"greedyh"``
+            (DAWA §4–5) or ``"hdmm"`` (HDMM's best weighted hierarchy or p-Identity
+            strategy for the rectangles reduced to the buckets, McKenna et al. 2018 §5–6,
+            :func:`~mechanisms.histograms.hdmm.hdmm_release`; continuous Laplace, so with
+            ``discrete`` GreedyH is used). Cell counts are measured directly either way.
         accountant: charged for each part before its draw (None: a fresh one capped at ε).
         rng: noise source (None: the project's CSPRNG).
         discrete: exact discrete Laplace for the bucket measurements.
@@ -137,6 +144,8 @@ def dawa2d_release(
         raise InvalidParameterError(
             f"partition must be one of {sorted(PARTITIONS)}, not {partition!r}"
         )
+    if measurement not in {"greedyh", "hdmm"}:
+        raise InvalidParameterError(f"measurement must be greedyh or hdmm, not {measurement!r}")
     name = PARTITIONS[partition]
     acct = ledger(accountant, epsilon, f"histogram-{name}")
     gen = resolve_rng(rng)
@@ -169,15 +178,42 @@ def dawa2d_release(
         sums = sums_true + laplace_noise(np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete)
     else:
         if k > GRAM_MAX:
-            part, tree = "hierarchy", _tree.build_tree(k, 2)
-            tree.weight = np.ones(len(tree.lo))  # H₂: every level, equal weights
+            part = "hierarchy"
         else:
-            w = reduced_box_workload(labels, sizes, np.asarray(boxes))
-            part, tree = "greedyh", greedyh_tree(w.T @ w)
+            part = "hdmm" if measurement == "hdmm" and not discrete else "greedyh"
         charge(acct, eps_f, mechanism=f"dawa2d:{part}", n_values=k, discrete=discrete)
-        y = _tree.measure(sums_true, tree, eps_f, rng=gen, discrete=discrete)
-        sums = _tree.least_squares(tree, y, eps_f)
+        sums = _measure_buckets(part, sums_true, labels, sizes, boxes, eps_f, gen, discrete)
     est = (sums / sizes)[labels][: x.shape[0], : x.shape[1]]
     return SpatialRelease(
         est, name, epsilon, (), {"partition": eps_p, part: eps_f}, None
     )
+
+
+def _measure_buckets(
+    part: str,
+    sums_true: np.ndarray,
+    labels: np.ndarray,
+    sizes: np.ndarray,
+    boxes: np.ndarray,
+    eps_f: float,
+    gen: np.random.Generator,
+    discrete: bool,
+) -> np.ndarray:
+    """NOISE DRAWING (the caller charged ε_f): the bucket sums for a rectangle workload.
+
+    ``part``: "hierarchy" (H₂ over the bucket ids: every level, equal weights), "greedyh"
+    or "hdmm" on the rectangles reduced to the buckets (:func:`reduced_box_workload`).
+    Every strategy has L1 column norm ≤ 1 (the tree's weights, HDMM's normalisation), so
+    each is ε_f-DP; least squares afterwards is post-processing.
+    """
+    k = len(sums_true)
+    if part == "hierarchy":
+        tree = _tree.build_tree(k, 2)
+        tree.weight = np.ones(len(tree.lo))
+    else:
+        w = reduced_box_workload(labels, sizes, np.asarray(boxes))
+        if part == "hdmm":
+            return hdmm_release(sums_true, eps_f, gram=w.T @ w, rng=gen)
+        tree = greedyh_tree(w.T @ w)
+    y = _tree.measure(sums_true, tree, eps_f, rng=gen, discrete=discrete)
+    return _tree.least_squares(tree, y, eps_f)

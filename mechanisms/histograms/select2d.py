@@ -356,9 +356,10 @@ def run_2d(
             boxes = np.stack([np.stack([r, r + 1], 1), np.stack([c, c + 1], 1)], 1)
         return hier2d.mwem2d_release(x, epsilon, boxes, scale=scale, accountant=acct, rng=rng)
     if name in _DAWA_PARTITION:
+        part = _DAWA_PARTITION[name]
         return dawa2d.dawa2d_release(
-            x, epsilon, boxes, partition=_DAWA_PARTITION[name], accountant=acct, rng=rng,
-            discrete=discrete,
+            x, epsilon, boxes, partition=part, accountant=acct, rng=rng, discrete=discrete,
+            measurement="hdmm" if part == "boxes" else "greedyh",
         )
     if name == "AHP-2D":
         acct.spend(epsilon, mechanism="histogram:AHP-2D", sampler=sampler_name(discrete))
