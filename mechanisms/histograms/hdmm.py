@@ -30,6 +30,7 @@ sensitivity 1): ε-DP; the least-squares reconstruction is post-processing.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -92,7 +93,10 @@ class DenseGram:
         if self.g.shape != (self.n, self.n):
             raise InvalidParameterError(f"gram must be square, not {self.g.shape}")
         self.diag = np.diag(self.g).copy()
-        self.key = ("dense", self.n, self.g.tobytes())
+        # a digest, not the bytes: the strategy cache keeps up to 16 keys, and a Gram of
+        # DAWA's buckets can be 16,384² doubles (2 GB)
+        digest = hashlib.sha256(memoryview(np.ascontiguousarray(self.g))).hexdigest()
+        self.key = ("dense", self.n, digest)
 
     def matmul(self, m: np.ndarray) -> np.ndarray:
         """``G @ m``."""
