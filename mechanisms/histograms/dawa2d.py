@@ -45,10 +45,20 @@ from mechanisms.histograms.partitioners2d import box_partition
 from mechanisms.histograms.sortaki import DAWA_PARTITION_SHARE
 from mechanisms.histograms.spend import SpatialRelease, charge, ledger
 
-__all__ = ["GRAM_MAX", "PARTITIONS", "hilbert_order", "reduced_box_workload", "dawa2d_release"]
+__all__ = [
+    "GRAM_MAX", "PARTITIONS", "ALGORITHMS", "hilbert_order", "reduced_box_workload",
+    "dawa2d_release",
+]
 
 #: the ``partition`` choices of :func:`dawa2d_release` and the algorithm each one names
 PARTITIONS = {"curve": "DAWA-2D", "aligned": "DAWA-2D-aligned", "boxes": "DAWA-2D-boxes"}
+#: the named algorithms: (``partition``, ``measurement``) — DPBench's DAWA-2D and the
+#: project's variants (the rectangles partition is measured with HDMM: docs/histograms-2d.md)
+ALGORITHMS = {
+    "DAWA-2D": ("curve", "greedyh"),
+    "DAWA-2D-aligned": ("aligned", "greedyh"),
+    "DAWA-2D-boxes": ("boxes", "hdmm"),
+}
 
 #: most buckets whose k × k Gram GreedyH is run on (16,384² doubles = 2 GB; dense data
 #: at scale 1e6, ε = 1 partitions into 8–16 thousand buckets, where the uniform hierarchy
@@ -106,7 +116,7 @@ def dawa2d_release(
     rng: np.random.Generator | None = None,
     discrete: bool = False,
 ) -> SpatialRelease:
-    """NOISE DRAWING — DAWA on the 2-D histogram ``x`` (ε-DP): partition, then GreedyH.
+    """NOISE DRAWING — DAWA on the 2-D histogram ``x`` (ε-DP): partition, then measurement.
 
     Args:
         x: the true 2-D histogram (padded with public zeros to a power-of-two square).
@@ -212,8 +222,9 @@ def _measure_buckets(
         tree.weight = np.ones(len(tree.lo))
     else:
         w = reduced_box_workload(labels, sizes, np.asarray(boxes))
+        gram = w.T @ w
         if part == "hdmm":
-            return hdmm_release(sums_true, eps_f, gram=w.T @ w, rng=gen)
-        tree = greedyh_tree(w.T @ w)
+            return hdmm_release(sums_true, eps_f, gram=gram, rng=gen)
+        tree = greedyh_tree(gram)
     y = _tree.measure(sums_true, tree, eps_f, rng=gen, discrete=discrete)
     return _tree.least_squares(tree, y, eps_f)

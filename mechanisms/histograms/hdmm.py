@@ -240,9 +240,7 @@ def _level_traces(gram: RangeGram | DenseGram, b: int, h: int) -> np.ndarray:
     cells is zero and adds nothing).
     """
     tau = np.zeros(h + 1)
-    sat = None
-    if isinstance(gram, DenseGram):
-        sat = gram.summed_area()
+    sat = gram.summed_area() if isinstance(gram, DenseGram) else None
     for lev in range(h + 1):
         s = b ** (h - lev)
         if isinstance(gram, RangeGram):

@@ -160,7 +160,7 @@ def release_1d(
 
     Args:
         name: a Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10,
-            DAWA-aligned, DAWA10-aligned or auto.
+            DAWA-aligned, DAWA10-aligned, DAWA-HDMM, DAWA10-HDMM or auto.
         x: the true histogram.
         epsilon: budget ε, charged to ``accountant`` (fresh, capped at ε, when None).
         workload: range queries ``(lo, hi)`` (used by the workload-aware algorithms).

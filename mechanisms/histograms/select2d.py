@@ -101,8 +101,6 @@ ALGORITHMS_2D = (
     "kd-hierarchical",
     "cells",
 )
-#: DAWA's 2-D algorithms by name → their ``partition`` in ``dawa2d.dawa2d_release``
-_DAWA_PARTITION = {name: part for part, name in dawa2d.PARTITIONS.items()}
 #: workload types the rule distinguishes
 WORKLOADS_2D = ("rectangles", "identity")
 
@@ -356,11 +354,11 @@ def run_2d(
             r, c = np.indices(x.shape).reshape(2, -1)
             boxes = np.stack([np.stack([r, r + 1], 1), np.stack([c, c + 1], 1)], 1)
         return hier2d.mwem2d_release(x, epsilon, boxes, scale=scale, accountant=acct, rng=rng)
-    if name in _DAWA_PARTITION:
-        part = _DAWA_PARTITION[name]
+    if name in dawa2d.ALGORITHMS:
+        part, meas = dawa2d.ALGORITHMS[name]
         return dawa2d.dawa2d_release(
-            x, epsilon, boxes, partition=part, accountant=acct, rng=rng, discrete=discrete,
-            measurement="hdmm" if part == "boxes" else "greedyh",
+            x, epsilon, boxes, partition=part, measurement=meas, accountant=acct, rng=rng,
+            discrete=discrete,
         )
     if name == "AHP-2D":
         acct.spend(epsilon, mechanism="histogram:AHP-2D", sampler=sampler_name(discrete))

@@ -394,18 +394,19 @@ def run_config(
                 np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete
             )
             params["greedyh_nodes"] = k
-        elif cfg.measurement == "hdmm":
-            # McKenna et al. 2018 §5–6 on the reduced workload W̄ (its Gram W̄ᵀW̄ is public
-            # given the partition): the strategy's columns have L1 norm 1, so the
-            # measurement is ε_f-DP like GreedyH's; continuous Laplace (HDMM's weights are
-            # not integers)
-            gram = reduced_range_gram(n, *workload, starts)
-            sums = hdmm_release(bucket_sums, eps_f, gram=gram, rng=gen)
         else:
-            tree = greedyh_tree(reduced_range_gram(n, *workload, starts))
-            noisy_nodes = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
-            sums = _tree.least_squares(tree, noisy_nodes, eps_f)
-            params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
+            gram = reduced_range_gram(n, *workload, starts)
+            if cfg.measurement == "hdmm":
+                # McKenna et al. 2018 §5–6 on the reduced workload W̄ (its Gram is public
+                # given the partition): the strategy's columns have L1 norm 1, so the
+                # measurement is ε_f-DP like GreedyH's; continuous Laplace (HDMM's weights
+                # are not integers)
+                sums = hdmm_release(bucket_sums, eps_f, gram=gram, rng=gen)
+            else:
+                tree = greedyh_tree(gram)
+                noisy = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
+                sums = _tree.least_squares(tree, noisy, eps_f)
+                params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
         est = fin.ahp_finalize(partition, sums)
     else:
         sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen, discrete=discrete)
