@@ -123,7 +123,8 @@ class Config:
     aligned: bool = False
     #: how the dawa finaliser measures the bucket sums for a range workload: "greedyh"
     #: (DAWA §4–5) or "hdmm" (the better of HDMM's weighted hierarchies and p-Identity
-    #: strategies for the workload reduced to the buckets; ``-HDMM`` names)
+    #: strategies for the workload reduced to the buckets; ``-HDMM`` names; continuous
+    #: noise only, so ``discrete`` runs measure with GreedyH)
     measurement: str = "greedyh"
 
     @property
@@ -396,11 +397,12 @@ def run_config(
             params["greedyh_nodes"] = k
         else:
             gram = reduced_range_gram(n, *workload, starts)
-            if cfg.measurement == "hdmm":
+            if cfg.measurement == "hdmm" and not discrete:
                 # McKenna et al. 2018 §5–6 on the reduced workload W̄ (its Gram is public
                 # given the partition): the strategy's columns have L1 norm 1, so the
                 # measurement is ε_f-DP like GreedyH's; continuous Laplace (HDMM's weights
-                # are not integers)
+                # are not integers), so a discrete release measures with GreedyH (as
+                # dawa2d_release does)
                 sums = hdmm_release(bucket_sums, eps_f, gram=gram, rng=gen)
             else:
                 tree = greedyh_tree(gram)

@@ -341,6 +341,20 @@ def test_hdmm_measured_configurations_change_only_the_measurement(name: str) -> 
     assert not np.array_equal(ranged.estimate, ranged_plain.estimate)
 
 
+def test_hdmm_measured_configuration_measures_with_greedyh_when_discrete() -> None:
+    """HDMM's strategies are not integer, so an exact discrete-Laplace release of
+    ``DAWA-HDMM`` is DAWA's, bit for bit (as dawa2d_release falls back for 2-D)."""
+    x = np.random.default_rng(3).poisson(3, 128).astype(float)
+    wl = (np.array([0, 7, 30]), np.array([128, 60, 31]))
+
+    def run(config: str) -> np.ndarray:
+        return release_histogram(
+            config, x, 0.5, rng=np.random.default_rng(12), workload=wl, discrete=True
+        ).estimate
+
+    assert np.array_equal(run("DAWA-HDMM"), run("DAWA"))
+
+
 def test_hdmm_measurement_is_exact_on_the_workload_at_a_huge_budget() -> None:
     x = np.random.default_rng(4).poisson(6, 256).astype(float)
     lo = np.zeros(256, np.int64)
