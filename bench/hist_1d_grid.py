@@ -48,7 +48,7 @@ def load(name: str) -> np.ndarray:
     return load_array(d / DPBENCH_1D[name]).ravel()
 
 
-def run_grid(
+def run_trials(
     datasets: tuple[str, ...],
     algorithms: tuple[str, ...],
     scales: tuple[int, ...],
@@ -56,14 +56,15 @@ def run_grid(
     trials: int,
     progress: bool = False,
     project: bool = False,
-) -> tuple[dict[tuple, float], dict[str, float]]:
-    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm.
+) -> tuple[dict[tuple, list[float]], dict[str, float]]:
+    """Every trial's error per (data, scale, ε, workload, algorithm) and seconds per algorithm.
 
-    ``project``: also the error of every release after
+    Trial ``t`` has the same seeds whatever ``trials`` is, so the first k trials of a long
+    run are the whole of a k-trial run. ``project``: also the error of every release after
     :func:`~mechanisms.histograms.projection.project_nonnegative` (post-processing of the
     same release), under the algorithm's name + ``"+P"``.
     """
-    out: dict[tuple, float] = {}
+    out: dict[tuple, list[float]] = {}
     secs = dict.fromkeys(algorithms, 0.0)
     for d in datasets:
         di = (*REPORT, *TRAIN).index(d)  # seeds do not depend on which subset runs
@@ -88,9 +89,29 @@ def run_grid(
                                 errs_p[wi, t] = ev.scaled_error(x, proj, w)
                     secs[a] += time.perf_counter() - t0
                     for wi, w in enumerate(wls):
-                        out[(d, scale, eps, w.name, a)] = float(np.median(errs[wi]))
+                        out[(d, scale, eps, w.name, a)] = errs[wi].tolist()
                         if project:
-                            out[(d, scale, eps, w.name, a + "+P")] = float(np.median(errs_p[wi]))
+                            out[(d, scale, eps, w.name, a + "+P")] = errs_p[wi].tolist()
                 if progress:
                     print(f"  {d} scale {scale:g} ε {eps:g} done", file=sys.stderr, flush=True)
     return out, secs
+
+
+def medians(errors: dict[tuple, list[float]], first: int | None = None) -> dict[tuple, float]:
+    """Median over the trials of every cell (over the first ``first`` trials when given)."""
+    return {k: float(np.median(v[:first])) for k, v in errors.items()}
+
+
+def run_grid(
+    datasets: tuple[str, ...],
+    algorithms: tuple[str, ...],
+    scales: tuple[int, ...],
+    epsilons: tuple[float, ...],
+    trials: int,
+    progress: bool = False,
+    project: bool = False,
+) -> tuple[dict[tuple, float], dict[str, float]]:
+    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm
+    (:func:`run_trials`, then :func:`medians`)."""
+    errors, secs = run_trials(datasets, algorithms, scales, epsilons, trials, progress, project)
+    return medians(errors), secs

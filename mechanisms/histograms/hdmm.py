@@ -97,17 +97,21 @@ class DenseGram:
         # DAWA's buckets can be 16,384² doubles (2 GB)
         digest = hashlib.sha256(memoryview(np.ascontiguousarray(self.g))).hexdigest()
         self.key = ("dense", self.n, digest)
+        self._sat: np.ndarray | None = None
 
     def matmul(self, m: np.ndarray) -> np.ndarray:
         """``G @ m``."""
         return self.g @ m
 
     def summed_area(self) -> np.ndarray:
-        """``S[i, j] = Σ_{a<i, b<j} G[a, b]``, (n + 1) × (n + 1)."""
-        sat = np.zeros((self.n + 1, self.n + 1))
-        np.cumsum(self.g, axis=0, out=sat[1:, 1:])
-        np.cumsum(sat[1:, 1:], axis=1, out=sat[1:, 1:])
-        return sat
+        """``S[i, j] = Σ_{a<i, b<j} G[a, b]``, (n + 1) × (n + 1); computed once (every
+        branching factor the strategy search tries reads it)."""
+        if self._sat is None:
+            sat = np.zeros((self.n + 1, self.n + 1))
+            np.cumsum(self.g, axis=0, out=sat[1:, 1:])
+            np.cumsum(sat[1:, 1:], axis=1, out=sat[1:, 1:])
+            self._sat = sat
+        return self._sat
 
 
 def _objective(gram: RangeGram | DenseGram, p: int) -> Callable:
