@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -121,11 +122,49 @@ def _report(
     return out
 
 
+def plot_trials(errors: dict[tuple, list[float]], path: Path) -> None:
+    """Each cell's auto / best-peer ratio over the first 5 trials (x) and over all (y).
+
+    Points far from the diagonal are cells whose 5-trial verdict the long run reverses;
+    the dotted lines mark the issue's 1.2× bound.
+    """
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+
+    from research.report import figure_png, new_figure
+
+    fig, ax = new_figure(6.0, 5.0)
+    for wname, colour in (("identity", "tab:blue"), ("prefix", "tab:orange"),
+                          ("random", "tab:green")):
+        pts = []
+        for first in (ISSUE_TRIALS, None):
+            med = medians({k: v for k, v in errors.items() if k[3] == wname}, first)
+            cells = sorted({k[:4] for k in med})
+            pts.append([med[c + (DEFAULT,)] / min(med[c + (p,)] for p in PEERS) for c in cells])
+        ax.scatter(pts[0], pts[1], s=14, color=colour, label=wname)
+    lims = (0.3, 3.0)
+    ax.plot(lims, lims, color="grey", lw=0.8)
+    ax.axvline(1.2, ls=":", color="grey")
+    ax.axhline(1.2, ls=":", color="grey")
+    ax.set(xscale="log", yscale="log", xlim=lims, ylim=lims,
+           xlabel=f"auto / best peer, {ISSUE_TRIALS} trials",
+           ylabel=f"auto / best peer, {TRIALS} trials")
+    ticks = [0.3, 0.5, 0.7, 1.0, 1.2, 1.5, 2.0, 3.0]
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FixedFormatter([f"{t:g}" for t in ticks]))
+        axis.set_minor_locator(NullLocator())
+    ax.set_title("1-D default vs the best published algorithm, per cell", fontsize=9)
+    ax.legend(fontsize=8)
+    path.write_bytes(figure_png(fig))
+
+
 def run(quick: bool = False) -> dict:
     """The selected algorithm vs the best peer per cell, and the timings."""
     datasets, scales, trials = _grid(quick)
     errors, secs = run_trials(datasets, (*PEERS, *EXTRA, DEFAULT), scales, (0.1, 1.0), trials)
     out = _report(errors, secs, datasets, scales, trials)
+    if not quick:
+        plot_trials(errors, Path(__file__).parent / "results" / "histograms_1d_trials.png")
     out.update(_timings(quick))
     return out
 
@@ -193,7 +232,6 @@ def main(argv: list[str]) -> None:
     the timings, written to bench/results/histograms_1d.json."""
     import json
     import platform
-    from pathlib import Path
 
     res = Path(__file__).parent / "results"
     datasets, scales, trials = _grid(False)
@@ -221,6 +259,7 @@ def main(argv: list[str]) -> None:
             secs[a] += v
         wall += doc["wall_s"]
     out = _report(errors, secs, datasets, scales, trials)
+    plot_trials(errors, res / "histograms_1d_trials.png")
     t0 = time.perf_counter()
     out.update(_timings(False))
     out = {"machine": platform.machine(), "cpus": __import__("os").cpu_count(),
