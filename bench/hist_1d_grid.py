@@ -101,17 +101,3 @@ def medians(errors: dict[tuple, list[float]], first: int | None = None) -> dict[
     """Median over the trials of every cell (over the first ``first`` trials when given)."""
     return {k: float(np.median(v[:first])) for k, v in errors.items()}
 
-
-def run_grid(
-    datasets: tuple[str, ...],
-    algorithms: tuple[str, ...],
-    scales: tuple[int, ...],
-    epsilons: tuple[float, ...],
-    trials: int,
-    progress: bool = False,
-    project: bool = False,
-) -> tuple[dict[tuple, float], dict[str, float]]:
-    """Median error per (data, scale, ε, workload, algorithm) and seconds per algorithm
-    (:func:`run_trials`, then :func:`medians`)."""
-    errors, secs = run_trials(datasets, algorithms, scales, epsilons, trials, progress, project)
-    return medians(errors), secs

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.hist_1d_grid import TRAIN, run_grid
+from bench.hist_1d_grid import TRAIN, medians, run_trials
 
 #: MWEM and GreedyH were dropped after the first derivation (never the best there)
 CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "HDMM")
@@ -90,9 +90,10 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--part":
         names = tuple(sys.argv[2].split(","))
         algs = tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else CANDIDATES + EXTRA
-        errors, _ = run_grid(
+        per_trial, _ = run_trials(
             names, algs, SCALES, EPSILONS, trials=TRIALS, progress=True, project=True
         )
+        errors = medians(per_trial)
         suffix = f".{sys.argv[3]}" if len(sys.argv) > 3 else ""
         (OUT / f"train_cells.{sys.argv[2]}{suffix}.json").write_text(
             json.dumps({"|".join(map(str, k)): v for k, v in errors.items()}) + "\n"
@@ -107,15 +108,10 @@ def main() -> None:
     if {k[0] for k in merged} >= set(TRAIN):
         errors = merged
     else:
-        errors, secs = run_grid(
-            TRAIN,
-            CANDIDATES + EXTRA,
-            SCALES,
-            EPSILONS,
-            trials=TRIALS,
-            progress=True,
-            project=True,
+        per_trial, secs = run_trials(
+            TRAIN, CANDIDATES + EXTRA, SCALES, EPSILONS, trials=TRIALS, progress=True, project=True
         )
+        errors = medians(per_trial)
     rule = derive(errors)
     th = as_thresholds(rule)
     OUT.mkdir(parents=True, exist_ok=True)

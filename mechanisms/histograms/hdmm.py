@@ -104,8 +104,10 @@ class DenseGram:
         return self.g @ m
 
     def summed_area(self) -> np.ndarray:
-        """``S[i, j] = Σ_{a<i, b<j} G[a, b]``, (n + 1) × (n + 1); computed once (every
-        branching factor the strategy search tries reads it)."""
+        """``S[i, j] = Σ_{a<i, b<j} G[a, b]``, (n + 1) × (n + 1).
+
+        Computed once: every branching factor the strategy search tries reads it.
+        """
         if self._sat is None:
             sat = np.zeros((self.n + 1, self.n + 1))
             np.cumsum(self.g, axis=0, out=sat[1:, 1:])
