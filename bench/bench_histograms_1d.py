@@ -119,7 +119,54 @@ def _report(
     for tag, table in (("", out["table"]), ("_5_trials", out.get("table_5_trials", {}))):
         if table:
             out[f"cells_over_1.2{tag}"] = sum(v["cells_over_1.2"] for v in table.values())
+    if trials > 1:
+        out["tail_significance"] = tail_significance(errors, PEERS, DEFAULT)
     return out
+
+
+#: bootstrap resamples of a cell's trials, and the one-sided level of the tail test
+BOOT_RESAMPLES = 2000
+TAIL_ALPHA = 0.05
+
+
+def tail_significance(
+    errors: dict[tuple, list[float]], peers: tuple[str, ...], default: str, bound: float = 1.2
+) -> dict:
+    """Which cells over ``bound`` are *significantly* over it: a paired bootstrap per cell.
+
+    A cell's ratio is median(default) / min over the peers of median(peer) over its
+    trials; the trials are resampled with replacement — the same trial indices for every
+    algorithm, since trial t shares data and noise seeds across them (common random
+    numbers) — :data:`BOOT_RESAMPLES` times, seed fixed. A cell is significantly over
+    ``bound`` when the one-sided (1 − :data:`TAIL_ALPHA`) lower confidence bound of its
+    ratio (the α-quantile of the resampled ratios, percentile method) is above ``bound``:
+    a cell whose true ratio is at most ``bound`` is flagged with probability about α.
+    Returns the count, and every cell over ``bound`` with its ratio and both 90 % bounds.
+    """
+    rng = np.random.default_rng(2017)
+    cells = sorted({k[:4] for k in errors if k[4] == default})
+    flagged = {}
+    for c in cells:
+        own = np.asarray(errors[(*c, default)])
+        peer = np.array([errors[(*c, p)] for p in peers])
+        ratio = float(np.median(own) / np.median(peer, axis=1).min())
+        if ratio <= bound:
+            continue
+        idx = rng.integers(0, len(own), (BOOT_RESAMPLES, len(own)))
+        boot = np.median(own[idx], axis=1) / np.median(peer[:, idx], axis=2).min(axis=0)
+        lo, hi = np.quantile(boot, [TAIL_ALPHA, 1 - TAIL_ALPHA])
+        flagged[" ".join(map(str, c))] = {
+            "ratio": round(ratio, 3), "lower_95": round(float(lo), 3),
+            "upper_95": round(float(hi), 3), "significant": bool(lo > bound),
+        }
+    return {
+        "bound": bound,
+        "alpha": TAIL_ALPHA,
+        "resamples": BOOT_RESAMPLES,
+        "cells_over": len(flagged),
+        "cells_significantly_over": sum(v["significant"] for v in flagged.values()),
+        "cells": flagged,
+    }
 
 
 def plot_trials(errors: dict[tuple, list[float]], path: Path) -> None:
@@ -225,9 +272,27 @@ def summarise(
     return out
 
 
+def fold_part(path: Path, doc: dict) -> None:
+    """Write a part's run to ``path``; when the part file exists, the run's algorithms
+    replace theirs in it (trials and seconds) and the others are kept — how one
+    algorithm (``--algs auto`` after a rule change) is re-run without the peers."""
+    import json
+
+    if path.exists():
+        old = json.loads(path.read_text())
+        algs = {k.rsplit("|", 1)[1] for k in doc["trials"]}
+        trials = {k: v for k, v in old["trials"].items() if k.rsplit("|", 1)[1] not in algs}
+        trials.update(doc["trials"])
+        doc = {"trials": trials, "secs": {**old["secs"], **doc["secs"]},
+               "wall_s": old["wall_s"]}
+    path.write_text(json.dumps(doc) + "\n")
+
+
 def main(argv: list[str]) -> None:
-    """``--part D1,D2 [--algs A,B]``: run those cells into a part file (parallel runs on a
-    loaded machine); ``--merge``: the figures of ``python -m bench histograms_1d`` from
+    """``--part D1,D2 [--algs A,B]``: run those cells into the part file
+    bench/results/hist_1d/report_part.D1,D2.json (parallel runs on a loaded machine;
+    with ``--algs``, :func:`fold_part` replaces only those algorithms); ``--merge``: the
+    figures of ``python -m bench histograms_1d`` from
     every part (same grid, same seeds: a cell's seeds do not depend on the subset) plus
     the timings, written to bench/results/histograms_1d.json."""
     import json
@@ -244,8 +309,7 @@ def main(argv: list[str]) -> None:
         errors, secs = run_trials(names, algs, scales, (0.1, 1.0), trials, progress=True)
         doc = {"trials": {"|".join(map(str, k)): v for k, v in errors.items()}, "secs": secs,
                "wall_s": time.perf_counter() - t0}
-        tag = argv[1] + ("." + argv[3] if len(argv) > 3 else "")
-        (res / "hist_1d" / f"report_part.{tag}.json").write_text(json.dumps(doc) + "\n")
+        fold_part(res / "hist_1d" / f"report_part.{argv[1]}.json", doc)
         return
     errors: dict[tuple, list[float]] = {}
     secs = dict.fromkeys(algs, 0.0)

@@ -21,15 +21,22 @@ with u ≤ 0.12 with 20 trials and scores the deployed rule's leaves on them at 
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from bench.hist_1d_grid import REPORT, TRAIN, load, seq
 from mechanisms.histograms import evaluation as ev
-from mechanisms.histograms.select import box_holds, truncated_fraction
+from mechanisms.histograms.select import (
+    SCALE_SHARE,
+    box_holds,
+    feature_vector,
+    noisy_features,
+    truncated_fraction,
+)
 
 OUT = Path(__file__).parent / "results" / "hist_1d"
 KIND = {"identity": "identity", "prefix": "prefix", "random": "range"}
@@ -48,117 +55,214 @@ KAPPAS = (0.5, 1.0, 2.0, 4.0)
 MIN_LEAF = 10
 
 
-def _features(cells: dict[str, float], kappa: float) -> dict[tuple, tuple[float, float]]:
-    """(data, scale, ε) → (log10 snr, u at cap max(1, round(κ/ε))), trial-0 sample."""
+def _features(
+    cells: dict[str, float], kappa: float, draws: int = 0
+) -> dict[tuple, np.ndarray]:
+    """(data, scale, ε) → the cell's feature vectors, an array (max(draws, 1), 2).
+
+    ``draws = 0``: the noise-free features of the trial-0 sample — ``log10(ε·scale/n)``
+    and u at cap ``max(1, round(κ/ε))``. ``draws > 0``: that many draws of the features
+    exactly as :func:`~mechanisms.histograms.select.auto_release` buys them (half of
+    :data:`~mechanisms.histograms.select.SCALE_SHARE`·ε each on ŝ and û, the cap and
+    the level at the algorithm's ε), seeds (5, data set index, scale, 100ε, draw).
+    """
     out = {}
     keys = {tuple(k.split("|")[:3]) for k in cells}
     shapes = {d: load(d) for d in {k[0] for k in keys}}
     for d, s, e in sorted(keys):
         shape = shapes[d]
         n = len(shape)
-        x = ev.resample(shape, int(s), rng=seq(0, (*REPORT, *TRAIN).index(d), int(s), 0))
+        di = (*REPORT, *TRAIN).index(d)
+        x = ev.resample(shape, int(s), rng=seq(0, di, int(s), 0))
         eps = float(e)
-        cap = float(max(1, round(kappa / eps)))
-        out[(d, s, e)] = (math.log10(eps * int(s) / n), truncated_fraction(x, cap))
-    return out
-
-
-def _best_leaf(rows: list[tuple[tuple[float, float], dict[str, float]]]) -> tuple[str, float]:
-    cost = {a: sum(r[1][a] for r in rows) for a in CHOICES}
-    a = min(CHOICES, key=lambda c: (round(cost[c], 9), CHOICES.index(c)))
-    return a, cost[a]
-
-
-def _splits(rows: list) -> list[tuple[int, float]]:
-    out = []
-    for f in (0, 1):
-        vals = sorted({r[0][f] for r in rows})
-        out += [(f, (a + b) / 2) for a, b in itertools.pairwise(vals)]
-    return out
-
-
-def _fit_depth1(rows: list) -> tuple[float, list]:
-    """Best leaf or best single split of ``rows``: (cost, [(box, alg)])."""
-    alg, cost = _best_leaf(rows)
-    best = (cost, [((), alg)])
-    for f, t in _splits(rows):
-        left = [r for r in rows if r[0][f] <= t]
-        right = [r for r in rows if r[0][f] > t]
-        if len(left) < MIN_LEAF or len(right) < MIN_LEAF:
+        if draws == 0:
+            cap = float(max(1, round(kappa / eps)))
+            out[(d, s, e)] = np.array([[math.log10(eps * int(s) / n), truncated_fraction(x, cap)]])
             continue
-        (a1, c1), (a2, c2) = _best_leaf(left), _best_leaf(right)
-        if c1 + c2 < best[0] - 1e-9:
-            best = (c1 + c2, [(((f, "<=", t),), a1), (((f, ">", t),), a2)])
+        eps_s = SCALE_SHARE * eps / 2.0
+        eps_alg = eps - 2.0 * eps_s
+        cap = float(max(1, round(kappa / eps_alg)))
+        rows = []
+        for k in range(draws):
+            rng = seq(5, di, int(s), round(100 * eps), k)
+            s_hat, t_hat = noisy_features(x, eps_s, cap, rng=rng)
+            rows.append(feature_vector(n, eps_alg, s_hat, t_hat))
+        out[(d, s, e)] = np.array(rows)
+    return out
+
+
+def _rows(
+    cells: dict[str, float], feats: dict[tuple, np.ndarray], wname: str, files: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+    """Feature rows, their cells' log(projected error of each choice / best published)
+    and the cell of every row (a cell has one row per feature draw)."""
+    f_rows, c_rows, cell_of = [], [], []
+    for (d, s, e), fv in sorted(feats.items()):
+        if d not in files:
+            continue
+        key = f"{d}|{s}|{e}|{wname}|"
+        best = min(cells[key + a] for a in PUBLISHED)
+        cost = [math.log(cells[key + a + "+P"] / best) for a in CHOICES]
+        for row in fv:
+            f_rows.append(row)
+            c_rows.append(cost)
+            cell_of.append((d, s, e))
+    return np.array(f_rows), np.array(c_rows), cell_of
+
+
+def _first_best(cost: np.ndarray) -> int:
+    """The first choice within 1e-9 of the least cost (ties, e.g. HDMM and Identity on
+    cell counts, which agree to 1e-15, go to the simpler, earlier choice)."""
+    return int(np.flatnonzero(cost <= cost.min() + 1e-9)[0])
+
+
+def _depth1(f: np.ndarray, c: np.ndarray, idx: np.ndarray, min_leaf: int) -> tuple[float, list]:
+    """Best leaf or best single split of the rows ``idx``: (cost, [(box, choice index)]).
+
+    Vectorised: per feature the rows sorted once, every split's leaf costs from cumulative
+    sums. Ties go to the earlier choice of :data:`CHOICES` (the simpler algorithm).
+    """
+    sub = c[idx]
+    tot = sub.sum(axis=0)
+    a = _first_best(tot)
+    best: tuple[float, list] = (float(tot[a]), [((), a)])
+    m = len(idx)
+    for j in range(f.shape[1]):
+        order = np.argsort(f[idx, j], kind="stable")
+        vals = f[idx, j][order]
+        left = np.cumsum(sub[order], axis=0)[:-1]
+        right = tot - left
+        n_left = np.arange(1, m)
+        ok = (vals[:-1] < vals[1:]) & (n_left >= min_leaf) & (m - n_left >= min_leaf)
+        if not ok.any():
+            continue
+        cost = np.where(ok, left.min(axis=1) + right.min(axis=1), np.inf)
+        i = int(np.argmin(cost))
+        if cost[i] < best[0] - 1e-9:
+            t = float((vals[i] + vals[i + 1]) / 2)
+            best = (float(cost[i]), [
+                (((j, "<=", t),), _first_best(left[i])),
+                (((j, ">", t),), _first_best(right[i])),
+            ])
     return best
 
 
-def fit(cells: dict[str, float], kappa: float) -> dict[str, dict]:
+#: most root thresholds tried per feature (quantiles of the observed values) — the
+#: noise-free fit has fewer distinct values than this and is searched exhaustively
+ROOT_THRESHOLDS = 200
+
+
+def _fit_rows(f: np.ndarray, c: np.ndarray, min_leaf: int) -> tuple[float, list]:
+    """The depth-≤ 2 tree of least summed cost over the rows: (cost, [(box, choice index)])."""
+    idx = np.arange(len(f))
+    cost, boxes = _depth1(f, c, idx, min_leaf)
+    for j in range(f.shape[1]):
+        vals = np.unique(f[:, j])
+        mids = (vals[:-1] + vals[1:]) / 2
+        if len(mids) > ROOT_THRESHOLDS:
+            pick = np.linspace(0, len(mids) - 1, ROOT_THRESHOLDS).round().astype(int)
+            mids = mids[np.unique(pick)]
+        for t in mids:
+            left, right = idx[f[:, j] <= t], idx[f[:, j] > t]
+            if len(left) < min_leaf or len(right) < min_leaf:
+                continue
+            cl, bl = _depth1(f, c, left, min_leaf)
+            cr, br = _depth1(f, c, right, min_leaf)
+            if cl + cr < cost - 1e-9:
+                cost = cl + cr
+                t = float(t)
+                boxes = [(((j, "<=", t), *b), a) for b, a in bl] + [
+                    (((j, ">", t), *b), a) for b, a in br
+                ]
+    return cost, boxes
+
+
+def _named(boxes: list) -> list:
+    return [(b, CHOICES[a]) for b, a in boxes]
+
+
+def fit(cells: dict[str, float], kappa: float, draws: int = 0) -> dict[str, dict]:
     """Per kind: the best depth-≤ 2 tree as boxes, its training geo-mean and the leaves'.
 
     The choices are scored by their error *after* the default's projection (cells
     ``name+P``: :func:`mechanisms.histograms.select.auto_release` projects whatever it
     picks), against the best candidate *as published* (no projection) — the ratio the
-    benchmark reports.
+    benchmark reports. ``draws > 0``: the noise-aware fit — every cell enters with that
+    many draws of its DP features (:func:`_features`), so a threshold is charged for the
+    cells its features' noise sends to the wrong side (every leaf still ≥
+    :data:`MIN_LEAF` cells' worth of rows).
     """
-    feats = _features(cells, kappa)
+    feats = _features(cells, kappa, draws)
+    per = max(draws, 1)
     out = {}
     for wname, kind in KIND.items():
-        rows = []
-        for (d, s, e), fv in feats.items():
-            key = f"{d}|{s}|{e}|{wname}|"
-            best = min(cells[key + a] for a in PUBLISHED)
-            errs = {a: cells[key + a + "+P"] for a in CHOICES}
-            rows.append((fv, {a: math.log(v / best) for a, v in errs.items()}))
-        cost, boxes = _fit_depth1(rows)
-        for f, t in _splits(rows):
-            left = [r for r in rows if r[0][f] <= t]
-            right = [r for r in rows if r[0][f] > t]
-            if len(left) < MIN_LEAF or len(right) < MIN_LEAF:
-                continue
-            cl, bl = _fit_depth1(left)
-            cr, br = _fit_depth1(right)
-            if cl + cr < cost - 1e-9:
-                cost = cl + cr
-                boxes = [(((f, "<=", t), *b), a) for b, a in bl] + [
-                    (((f, ">", t), *b), a) for b, a in br
-                ]
+        f, c, _ = _rows(cells, feats, wname, TRAIN)
+        cost, boxes = _fit_rows(f, c, MIN_LEAF * per)
         out[kind] = {
-            "boxes": boxes,
-            "train_geo_mean": round(math.exp(cost / len(rows)), 4),
-            "always": {
-                a: round(math.exp(sum(r[1][a] for r in rows) / len(rows)), 4) for a in CHOICES
-            },
+            "boxes": _named(boxes),
+            "train_geo_mean": round(math.exp(cost / len(f)), 4),
+            "always": {a: round(math.exp(c[:, i].mean()), 4) for i, a in enumerate(CHOICES)},
         }
     return out
 
 
-def cross_validate(cells: dict[str, float], kappa: float) -> dict[str, dict]:
+def _score(f: np.ndarray, c: np.ndarray, cell_of: list, boxes: list) -> dict[tuple, float]:
+    """Each cell's log ratio of the tree's choice, averaged over the cell's feature draws."""
+    per: dict[tuple, list[float]] = {}
+    for fv, cost, cell in zip(f, c, cell_of, strict=True):
+        a = next(a for b, a in boxes if box_holds(b, tuple(fv)))
+        per.setdefault(cell, []).append(float(cost[a]))
+    return {k: sum(v) / len(v) for k, v in per.items()}
+
+
+def _summary(logs: list[float]) -> dict:
+    return {
+        "held_out_geo_mean": round(math.exp(sum(logs) / len(logs)), 4),
+        "cells_over_1.2": sum(v > math.log(1.2) for v in logs),
+        "worst": round(math.exp(max(logs)), 3),
+        "cells": len(logs),
+    }
+
+
+def cross_validate(
+    cells: dict[str, float], kappa: float, fit_draws: int = 0, eval_draws: int = 0
+) -> dict[str, dict]:
     """Leave-one-file-out: per kind, fit on 6 TRAIN files, score the 7th's cells.
 
     Returns per kind the held-out geo-mean of (projected error of the tree's choice /
     best published error), the number of held-out cells over 1.2× and the worst — what
-    the rule can be expected to do on files it was not fitted on.
+    the rule can be expected to do on files it was not fitted on. ``fit_draws``: the
+    fit's feature draws (0: noise-free, as before session 26); ``eval_draws``: the held-out
+    cells' (0: noise-free features; > 0: a cell scores its choice's log ratio averaged
+    over that many draws of the DP features — what :func:`~mechanisms.histograms.select.
+    auto_release` meets).
     """
-    feats = _features(cells, kappa)
+    f_fit = _features(cells, kappa, fit_draws)
+    f_eval = f_fit if eval_draws == fit_draws else _features(cells, kappa, eval_draws)
     out = {}
     for wname, kind in KIND.items():
         logs = []
         for hold in TRAIN:
-            train = {k: v for k, v in cells.items() if not k.startswith(hold + "|")}
-            boxes = fit(train, kappa)[kind]["boxes"]
-            for (d, s, e), fv in feats.items():
-                if d != hold:
-                    continue
-                key = f"{d}|{s}|{e}|{wname}|"
-                best = min(cells[key + a] for a in PUBLISHED)
-                alg = next(a for b, a in boxes if box_holds(b, fv))
-                logs.append(math.log(cells[key + alg + "+P"] / best))
-        out[kind] = {
-            "held_out_geo_mean": round(math.exp(sum(logs) / len(logs)), 4),
-            "cells_over_1.2": sum(v > math.log(1.2) for v in logs),
-            "worst": round(math.exp(max(logs)), 3),
-            "cells": len(logs),
-        }
+            train = tuple(d for d in TRAIN if d != hold)
+            f, c, _ = _rows(cells, f_fit, wname, train)
+            _, boxes = _fit_rows(f, c, MIN_LEAF * max(fit_draws, 1))
+            fh, ch, cell_of = _rows(cells, f_eval, wname, (hold,))
+            logs += list(_score(fh, ch, cell_of, boxes).values())
+        out[kind] = _summary(logs)
+    return out
+
+
+def deployed_under_noise(cells: dict[str, float], draws: int) -> dict[str, dict]:
+    """The deployed :data:`~mechanisms.histograms.select.RULE` on the training cells with
+    ``draws`` draws of its DP features (in-sample: it was fitted on these cells)."""
+    from mechanisms.histograms.select import RULE
+
+    feats = _features(cells, 1.0, draws)
+    out = {}
+    for wname, kind in KIND.items():
+        f, c, cell_of = _rows(cells, feats, wname, TRAIN)
+        boxes = [(b, CHOICES.index(a)) for b, a in RULE[kind]]
+        out[kind] = _summary(list(_score(f, c, cell_of, boxes).values()))
     return out
 
 
@@ -175,7 +279,7 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
     from mechanisms.histograms.select import RULE
 
     kind = KIND[wname]
-    feats = {k: v for k, v in _features(cells, 1.0).items() if v[1] <= umax}
+    feats = {k: tuple(v[0]) for k, v in _features(cells, 1.0).items() if v[0][1] <= umax}
     errors: dict[tuple, list[float]] = {}
     for d, s, e in sorted(feats):
         errs, _ = run_trials((d,), CHOICES, (int(s),), (float(e),), trials, project=True)
@@ -203,9 +307,11 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
 
 def main() -> None:
     """Fit, print and write the rule (``--cv``: the leave-one-file-out estimate instead;
-    ``--recheck WORKLOAD TRIALS UMAX``: :func:`recheck`, written to
+    ``--draws K``: the noise-aware fit / cross-validation with K draws of the DP features
+    per cell; ``--recheck WORKLOAD TRIALS UMAX``: :func:`recheck`, written to
     bench/results/hist_1d/recheck.WORKLOAD.json)."""
     cells = json.loads((OUT / "train_cells.json").read_text())
+    draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
     if "--recheck" in sys.argv:
         i = sys.argv.index("--recheck")
         wname, trials, umax = sys.argv[i + 1], int(sys.argv[i + 2]), float(sys.argv[i + 3])
@@ -215,6 +321,17 @@ def main() -> None:
             for first, rows in by.items():
                 print(leaf, first, {a: r["geo_mean"] for a, r in rows.items()})
         return
+    if "--cv" in sys.argv and draws:
+        # the two procedures, both scored on held-out cells with the DP features' noise
+        cv = {
+            "noise-free fit": cross_validate(cells, 1.0, 0, draws),
+            f"noise-aware fit ({draws} draws)": cross_validate(cells, 1.0, draws, draws),
+            "deployed RULE, in-sample": deployed_under_noise(cells, draws),
+        }
+        for k, res in cv.items():
+            print(f"{k}:", res)
+        (OUT / "tree_cv_noisy.json").write_text(json.dumps(cv, indent=1) + "\n")
+        return
     if "--cv" in sys.argv:
         cv = {str(k): cross_validate(cells, k) for k in KAPPAS}
         for k, res in cv.items():
@@ -222,8 +339,8 @@ def main() -> None:
         (OUT / "tree_cv.json").write_text(json.dumps(cv, indent=1) + "\n")
         return
     results = {}
-    for kappa in KAPPAS:
-        res = fit(cells, kappa)
+    for kappa in KAPPAS if not draws else (1.0,):
+        res = fit(cells, kappa, draws)
         results[str(kappa)] = res
         total = sum(math.log(r["train_geo_mean"]) for r in res.values())
         print(f"κ = {kappa}: mean log geo-mean {total / len(res):.4f}")
@@ -231,7 +348,8 @@ def main() -> None:
             print(" ", kind, r["train_geo_mean"], r["always"])
             for box, a in r["boxes"]:
                 print("     ", box, a)
-    (OUT / "tree.json").write_text(json.dumps(results, indent=1) + "\n")
+    name = "tree.json" if not draws else "tree_noisy.json"
+    (OUT / name).write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
