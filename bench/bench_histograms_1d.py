@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.hist_1d_grid import REPORT, load, medians, run_trials, seq, workloads
+from bench.tails import tail_significance
 from mechanisms.histograms import hdmm, parse_config, run_config
 from mechanisms.histograms.select import release_1d
 
@@ -122,51 +123,6 @@ def _report(
     if trials > 1:
         out["tail_significance"] = tail_significance(errors, PEERS, DEFAULT)
     return out
-
-
-#: bootstrap resamples of a cell's trials, and the one-sided level of the tail test
-BOOT_RESAMPLES = 2000
-TAIL_ALPHA = 0.05
-
-
-def tail_significance(
-    errors: dict[tuple, list[float]], peers: tuple[str, ...], default: str, bound: float = 1.2
-) -> dict:
-    """Which cells over ``bound`` are *significantly* over it: a paired bootstrap per cell.
-
-    A cell's ratio is median(default) / min over the peers of median(peer) over its
-    trials; the trials are resampled with replacement — the same trial indices for every
-    algorithm, since trial t shares data and noise seeds across them (common random
-    numbers) — :data:`BOOT_RESAMPLES` times, seed fixed. A cell is significantly over
-    ``bound`` when the one-sided (1 − :data:`TAIL_ALPHA`) lower confidence bound of its
-    ratio (the α-quantile of the resampled ratios, percentile method) is above ``bound``:
-    a cell whose true ratio is at most ``bound`` is flagged with probability about α.
-    Returns the count, and every cell over ``bound`` with its ratio and both 90 % bounds.
-    """
-    rng = np.random.default_rng(2017)
-    cells = sorted({k[:4] for k in errors if k[4] == default})
-    flagged = {}
-    for c in cells:
-        own = np.asarray(errors[(*c, default)])
-        peer = np.array([errors[(*c, p)] for p in peers])
-        ratio = float(np.median(own) / np.median(peer, axis=1).min())
-        if ratio <= bound:
-            continue
-        idx = rng.integers(0, len(own), (BOOT_RESAMPLES, len(own)))
-        boot = np.median(own[idx], axis=1) / np.median(peer[:, idx], axis=2).min(axis=0)
-        lo, hi = np.quantile(boot, [TAIL_ALPHA, 1 - TAIL_ALPHA])
-        flagged[" ".join(map(str, c))] = {
-            "ratio": round(ratio, 3), "lower_95": round(float(lo), 3),
-            "upper_95": round(float(hi), 3), "significant": bool(lo > bound),
-        }
-    return {
-        "bound": bound,
-        "alpha": TAIL_ALPHA,
-        "resamples": BOOT_RESAMPLES,
-        "cells_over": len(flagged),
-        "cells_significantly_over": sum(v["significant"] for v in flagged.values()),
-        "cells": flagged,
-    }
 
 
 def plot_trials(errors: dict[tuple, list[float]], path: Path) -> None:

@@ -13,7 +13,11 @@ values, every leaf with at least :data:`MIN_LEAF` cells) for the smallest sum of
 log(error after the projection / best published error) over the cells. Prints the
 boxes for ``select.RULE`` and writes bench/results/hist_1d/tree.json.
 ``python -m bench.hist_1d_tree --cv`` writes the leave-one-file-out estimate of every
-κ instead (bench/results/hist_1d/tree_cv.json; about 5 minutes).
+κ instead (bench/results/hist_1d/tree_cv.json; a few seconds).
+``python -m bench.hist_1d_tree --draws 32`` fits with 32 draws of the DP features per cell
+(tree_noisy.json), ``--cv --draws 32`` scores the noise-free and the noise-aware fit on
+held-out cells with the features' noise (tree_cv_noisy.json); ``--ceiling`` is a
+diagnosis on the report files (:func:`ceiling`, ceiling.json).
 ``python -m bench.hist_1d_tree --recheck prefix 20 0.12`` re-measures the training cells
 with u ≤ 0.12 with 20 trials and scores the deployed rule's leaves on them at 4 and at
 20 trials (bench/results/hist_1d/recheck.prefix.json).
@@ -305,6 +309,44 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
     return out
 
 
+#: trials per report cell in :func:`ceiling` (diagnosis only)
+CEILING_TRIALS = 10
+
+
+def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
+    """DIAGNOSIS ONLY — the best rule of this family fitted *in-sample on the report cells*.
+
+    Runs every choice on the reported files (:data:`bench.hist_1d_grid.REPORT`, scales
+    1e4 / 1e5 / 1e6, ε ∈ {0.1, 1}, ``trials`` trials, projected errors as ``auto``
+    releases them) and fits the depth-≤ 2 tree on those very cells with the noise-free
+    features, then with 32 draws of the DP features. No rule may be chosen from it (the
+    report files are held out); it bounds what any tree on these two features and these
+    choices could reach there — if even this fit leaves cells over 1.2×, refitting
+    cannot remove them. Written to bench/results/hist_1d/ceiling.json.
+    """
+    from bench.hist_1d_grid import medians, run_trials
+
+    per_trial, _ = run_trials(REPORT, CHOICES, (10**4, 10**5, 10**6), (0.1, 1.0), trials,
+                              progress=True, project=True)
+    cells = {"|".join(map(str, k)): v for k, v in medians(per_trial).items()}
+    out: dict[str, dict] = {"trials": {"trials": trials}}
+    for draws in (0, 32):
+        feats = _features(cells, 1.0, draws)
+        for wname, kind in KIND.items():
+            f, c, cell_of = _rows(cells, feats, wname, REPORT)
+            cost, boxes = _fit_rows(f, c, max(draws, 1) * 4)
+            logs = list(_score(f, c, cell_of, boxes).values())
+            out.setdefault(f"in-sample tree, {draws} draws", {})[kind] = {
+                **_summary(logs), "boxes": _named(boxes),
+            }
+    oracle = {}
+    for wname, kind in KIND.items():
+        f, c, _ = _rows(cells, _features(cells, 1.0, 0), wname, REPORT)
+        oracle[kind] = _summary(list(c.min(axis=1)))
+    out["per-cell oracle over the choices"] = oracle
+    return out
+
+
 def main() -> None:
     """Fit, print and write the rule (``--cv``: the leave-one-file-out estimate instead;
     ``--draws K``: the noise-aware fit / cross-validation with K draws of the DP features
@@ -312,6 +354,12 @@ def main() -> None:
     bench/results/hist_1d/recheck.WORKLOAD.json)."""
     cells = json.loads((OUT / "train_cells.json").read_text())
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
+    if "--ceiling" in sys.argv:
+        res = ceiling()
+        (OUT / "ceiling.json").write_text(json.dumps(res, indent=1) + "\n")
+        for k, v in res.items():
+            print(k, v)
+        return
     if "--recheck" in sys.argv:
         i = sys.argv.index("--recheck")
         wname, trials, umax = sys.argv[i + 1], int(sys.argv[i + 2]), float(sys.argv[i + 3])

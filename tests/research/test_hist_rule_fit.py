@@ -1,8 +1,8 @@
 """Issue 17, 1-D selection rule: the tree fitter and the report's per-cell tail test.
 
 ``bench.hist_1d_tree`` searches every depth-≤ 2 tree with cumulative sums; these tests
-hold it to a brute-force enumeration, and hold ``bench.bench_histograms_1d.
-tail_significance`` (a paired bootstrap per cell) to its stated false-alarm rate and
+hold it to a brute-force enumeration, and hold ``bench.tails.
+tail_significance`` (bench/tails.py; a paired bootstrap per cell) to its stated false-alarm rate and
 power on synthetic trials whose true ratio is known.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bench import hist_1d_tree as tree
-from bench.bench_histograms_1d import TAIL_ALPHA, tail_significance
+from bench.tails import TAIL_ALPHA, tail_significance
 from mechanisms.histograms.select import box_holds, feature_vector
 
 
