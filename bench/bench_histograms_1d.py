@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.hist_1d_grid import REPORT, load, medians, run_trials, seq, workloads
-from bench.tails import tail_significance
+from bench.tails import plot_tails, tail_significance
 from mechanisms.histograms import hdmm, parse_config, run_config
 from mechanisms.histograms.select import release_1d
 
@@ -280,6 +280,8 @@ def main(argv: list[str]) -> None:
         wall += doc["wall_s"]
     out = _report(errors, secs, datasets, scales, trials)
     plot_trials(errors, res / "histograms_1d_trials.png")
+    plot_tails(out["tail_significance"], res / "histograms_1d_tails.png",
+               f"1-D default vs the best published algorithm ({trials} trials)")
     t0 = time.perf_counter()
     out.update(_timings(False))
     out = {"machine": platform.machine(), "cpus": __import__("os").cpu_count(),

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.tails import tail_significance
+from bench.tails import plot_tails, tail_significance
 from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.select2d import release_2d, run_2d
 from research.histogram import DPBENCH_2D, dpbench_dir, load_array
@@ -223,6 +223,8 @@ def tail_check(cubes: dict[str, np.ndarray], errors: dict) -> dict:
     over = sum(v[f"ratio_{TAIL_TRIALS}_trials"] > 1.2 for v in rows.values())
     flat = {(*k, a): e for k, v in again.items() for a, e in v.items()}
     sig = tail_significance(flat, CANDIDATES, "default")
+    plot_tails(sig, OUT / "histograms_2d_tails.png",
+               f"2-D rectangles, default vs the best published ({TAIL_TRIALS} trials)")
     return {"from": TAIL_FROM, "trials": TAIL_TRIALS, "cells": rows, "cells_over_1.2": over,
             "significance": sig}
 

@@ -10,6 +10,8 @@ check of ``bench histograms_2d``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 #: bootstrap resamples of a cell's trials, and the one-sided level of the tail test
@@ -56,3 +58,27 @@ def tail_significance(
         "cells_significantly_over": sum(v["significant"] for v in flagged.values()),
         "cells": flagged,
     }
+
+
+def plot_tails(sig: dict, path: Path, title: str) -> None:
+    """Every cell over the bound: its ratio and 90 % bootstrap interval, the significant
+    ones in red, the bound dotted — which tail cells are losses and which are noise."""
+    from research.report import figure_png, new_figure
+
+    cells = sorted(sig["cells"].items(), key=lambda kv: kv[1]["ratio"])
+    fig, ax = new_figure(7.5, 1.5 + 0.32 * max(len(cells), 1))
+    for i, (_, v) in enumerate(cells):
+        colour = "tab:red" if v["significant"] else "tab:grey"
+        ax.plot([v["lower_95"], v["upper_95"]], [i, i], color=colour, lw=2)
+        ax.plot([v["ratio"]], [i], "o", color=colour, ms=5)
+    ax.axvline(sig["bound"], ls=":", color="black", lw=1)
+    ax.axvline(1.0, color="grey", lw=0.6)
+    ax.set_yticks(range(len(cells)), [name for name, _ in cells], fontsize=7)
+    ax.set_xlabel("default / best published: median over trials, "
+                  "bar = 90 % paired bootstrap interval", fontsize=8)
+    ax.set_title(
+        f"{title}\n{sig['cells_significantly_over']} of {sig['cells_over']} cells over "
+        f"{sig['bound']:g}× are significantly over (red: lower bound > {sig['bound']:g})",
+        fontsize=9,
+    )
+    path.write_bytes(figure_png(fig))
