@@ -24,7 +24,10 @@ from research.histogram import DPBENCH_1D, dpbench_dir, load_array
 
 #: reported data sets (issue 17) and the held-out ones the selection rule is fitted on
 REPORT = ("ADULT", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "SEARCHLOGS")
-TRAIN = ("BIDS", "BIDS-FJ", "BIDS-FM", "MDSALARY", "MDSALARY-FA", "LC-REQ-ALL", "LC-DTIR-ALL")
+TRAIN = (
+    "BIDS", "BIDS-FJ", "BIDS-FM", "MDSALARY", "MDSALARY-FA", "LC-REQ-ALL", "LC-DTIR-ALL",
+    "LC-REQ-F1", "LC-REQ-F2", "LC-DTIR-F1", "LC-DTIR-F2",
+)
 
 
 def seq(*k: int) -> np.random.Generator:

@@ -256,15 +256,17 @@ def cross_validate(
     return out
 
 
-def deployed_under_noise(cells: dict[str, float], draws: int) -> dict[str, dict]:
-    """The deployed :data:`~mechanisms.histograms.select.RULE` on the training cells with
-    ``draws`` draws of its DP features (in-sample: it was fitted on these cells)."""
+def deployed_under_noise(
+    cells: dict[str, float], draws: int, files: tuple[str, ...] = TRAIN
+) -> dict[str, dict]:
+    """The deployed :data:`~mechanisms.histograms.select.RULE` on the cells of ``files``
+    with ``draws`` draws of its DP features (in-sample for the files it was fitted on)."""
     from mechanisms.histograms.select import RULE
 
     feats = _features(cells, 1.0, draws)
     out = {}
     for wname, kind in KIND.items():
-        f, c, cell_of = _rows(cells, feats, wname, TRAIN)
+        f, c, cell_of = _rows(cells, feats, wname, files)
         boxes = [(b, CHOICES.index(a)) for b, a in RULE[kind]]
         out[kind] = _summary(list(_score(f, c, cell_of, boxes).values()))
     return out

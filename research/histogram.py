@@ -97,6 +97,10 @@ DPBENCH_1D = {
     "MDSALARY-FA": "1D/GrossCompenMDSalary2_filtered.npy",
     "LC-REQ-ALL": "1D/RejectStats_0_4096_no_outliers.npy",
     "LC-DTIR-ALL": "1D/RejectStats_4_4096_no_outliers.npy",
+    "LC-REQ-F1": "1D/RejectStats_0_4096_no_outliers_filter_7_1.npy",
+    "LC-REQ-F2": "1D/RejectStats_0_4096_no_outliers_filter_7_2.npy",
+    "LC-DTIR-F1": "1D/RejectStats_4_4096_no_outliers_filter_7_1.npy",
+    "LC-DTIR-F2": "1D/RejectStats_4_4096_no_outliers_filter_7_2.npy",
 }
 DPBENCH_2D = {
     "SF-CABS-E": "2D/cabspottingE_256_256.npy",
