@@ -312,7 +312,7 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
 
 
 #: trials per report cell in :func:`ceiling` (diagnosis only)
-CEILING_TRIALS = 10
+CEILING_TRIALS = 5
 
 
 def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
