@@ -2,7 +2,8 @@
 
 ``python -m bench.hist_1d_rule`` runs the candidates on the TRAIN data sets of
 :mod:`bench.hist_1d_grid` (BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
-LC-DTIR-ALL — none of them is reported), scales 1e3, 3e3, … 1e7, ε ∈ {0.1, 1}, 4 trials, and
+LC-DTIR-ALL, LC-REQ-F1, LC-REQ-F2, LC-DTIR-F1, LC-DTIR-F2 — none of them is reported),
+scales 1e3, 3e3, … 1e7, ε ∈ {0.1, 1}, 4 trials, and
 for every workload kind and signal level ``log10(ε·scale/n)`` picks the candidate with
 the smallest geo-mean ratio to the per-cell best (ties → the simpler algorithm).
 Adjacent levels with the same winner are merged into one threshold at the midpoint.

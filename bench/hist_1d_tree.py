@@ -3,7 +3,8 @@
 ``python -m bench.hist_1d_tree`` reads the per-cell medians that ``python -m
 bench.hist_1d_rule`` wrote for the TRAIN data sets (bench/results/hist_1d/
 train_cells.json: BIDS, BIDS-FJ, BIDS-FM, MDSALARY, MDSALARY-FA, LC-REQ-ALL,
-LC-DTIR-ALL; scales 1e3, 3e3, … 1e7, ε ∈ {0.1, 1}, 4 trials; none of them is reported),
+LC-DTIR-ALL, LC-REQ-F1, LC-REQ-F2, LC-DTIR-F1, LC-DTIR-F2; scales 1e3, 3e3, … 1e7,
+ε ∈ {0.1, 1}, 4 trials; none of them is reported),
 computes the rule's two features on the noise-free training data — the signal level
 ``log10(ε·scale/n)`` and the truncated-mass fraction ``u = Σ min(x_i, c)/(n·c)``,
 ``c = max(1, round(κ/ε))``
@@ -36,6 +37,7 @@ from bench.hist_1d_grid import REPORT, TRAIN, load, seq
 from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.select import (
     SCALE_SHARE,
+    TRUNC_KAPPA,
     box_holds,
     feature_vector,
     noisy_features,
@@ -221,9 +223,9 @@ def _score(f: np.ndarray, c: np.ndarray, cell_of: list, boxes: list) -> dict[tup
 
 def _summary(logs: list[float]) -> dict:
     return {
-        "held_out_geo_mean": round(math.exp(sum(logs) / len(logs)), 4),
-        "cells_over_1.2": sum(v > math.log(1.2) for v in logs),
-        "worst": round(math.exp(max(logs)), 3),
+        "held_out_geo_mean": round(math.exp(float(sum(logs)) / len(logs)), 4),
+        "cells_over_1.2": int(sum(v > math.log(1.2) for v in logs)),
+        "worst": round(math.exp(float(max(logs))), 3),
         "cells": len(logs),
     }
 
@@ -263,9 +265,11 @@ def deployed_under_noise(
     with ``draws`` draws of its DP features (in-sample for the files it was fitted on)."""
     from mechanisms.histograms.select import RULE
 
-    feats = _features(cells, 1.0, draws)
+    feats = _features(cells, TRUNC_KAPPA, draws)
     out = {}
     for wname, kind in KIND.items():
+        if any(a not in CHOICES for _, a in RULE[kind]):
+            continue  # the rule uses a choice left out of this run
         f, c, cell_of = _rows(cells, feats, wname, files)
         boxes = [(b, CHOICES.index(a)) for b, a in RULE[kind]]
         out[kind] = _summary(list(_score(f, c, cell_of, boxes).values()))
@@ -285,7 +289,9 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
     from mechanisms.histograms.select import RULE
 
     kind = KIND[wname]
-    feats = {k: tuple(v[0]) for k, v in _features(cells, 1.0).items() if v[0][1] <= umax}
+    feats = {
+        k: tuple(v[0]) for k, v in _features(cells, TRUNC_KAPPA).items() if v[0][1] <= umax
+    }
     errors: dict[tuple, list[float]] = {}
     for d, s, e in sorted(feats):
         errs, _ = run_trials((d,), CHOICES, (int(s),), (float(e),), trials, project=True)
@@ -331,9 +337,15 @@ def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
     per_trial, _ = run_trials(REPORT, CHOICES, (10**4, 10**5, 10**6), (0.1, 1.0), trials,
                               progress=True, project=True)
     cells = {"|".join(map(str, k)): v for k, v in medians(per_trial).items()}
-    out: dict[str, dict] = {"trials": {"trials": trials}}
+    (OUT / "ceiling_cells.json").write_text(json.dumps(cells) + "\n")
+    return ceiling_fit(cells, trials)
+
+
+def ceiling_fit(cells: dict[str, float], trials: int, kappa: float = TRUNC_KAPPA) -> dict:
+    """:func:`ceiling`'s fits from its cells (bench/results/hist_1d/ceiling_cells.json)."""
+    out: dict[str, dict] = {"trials": {"trials": trials, "kappa": kappa}}
     for draws in (0, 32):
-        feats = _features(cells, 1.0, draws)
+        feats = _features(cells, kappa, draws)
         for wname, kind in KIND.items():
             f, c, cell_of = _rows(cells, feats, wname, REPORT)
             cost, boxes = _fit_rows(f, c, max(draws, 1) * 4)
@@ -343,7 +355,7 @@ def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
             }
     oracle = {}
     for wname, kind in KIND.items():
-        f, c, _ = _rows(cells, _features(cells, 1.0, 0), wname, REPORT)
+        f, c, _ = _rows(cells, _features(cells, kappa, 0), wname, REPORT)
         oracle[kind] = _summary(list(c.min(axis=1)))
     out["per-cell oracle over the choices"] = oracle
     return out
@@ -352,12 +364,23 @@ def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
 def main() -> None:
     """Fit, print and write the rule (``--cv``: the leave-one-file-out estimate instead;
     ``--draws K``: the noise-aware fit / cross-validation with K draws of the DP features
-    per cell; ``--recheck WORKLOAD TRIALS UMAX``: :func:`recheck`, written to
-    bench/results/hist_1d/recheck.WORKLOAD.json)."""
+    per cell; ``--without-hdmm``: without the ``-HDMM`` choices (how the range boxes are
+    fitted), results written with the suffix ``_without_hdmm``; ``--recheck WORKLOAD
+    TRIALS UMAX``: :func:`recheck`, written to bench/results/hist_1d/recheck.WORKLOAD.json).
+    """
+    global CHOICES
     cells = json.loads((OUT / "train_cells.json").read_text())
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
+    suffix = ""
+    if "--without-hdmm" in sys.argv:  # the choice set the range boxes are fitted with
+        CHOICES = tuple(a for a in CHOICES if not a.endswith("-HDMM"))
+        suffix = "_without_hdmm"
     if "--ceiling" in sys.argv:
-        res = ceiling()
+        stored = OUT / "ceiling_cells.json"
+        if "--refit" in sys.argv and stored.exists():  # the fits again, from the stored cells
+            res = ceiling_fit(json.loads(stored.read_text()), CEILING_TRIALS)
+        else:
+            res = ceiling()
         (OUT / "ceiling.json").write_text(json.dumps(res, indent=1) + "\n")
         for k, v in res.items():
             print(k, v)
@@ -374,22 +397,24 @@ def main() -> None:
     if "--cv" in sys.argv and draws:
         # the two procedures, both scored on held-out cells with the DP features' noise
         cv = {
-            "noise-free fit": cross_validate(cells, 1.0, 0, draws),
-            f"noise-aware fit ({draws} draws)": cross_validate(cells, 1.0, draws, draws),
+            **{f"noise-free fit, κ = {k}": cross_validate(cells, k, 0, draws) for k in KAPPAS},
+            f"noise-aware fit ({draws} draws), κ = {TRUNC_KAPPA}": cross_validate(
+                cells, TRUNC_KAPPA, draws, draws
+            ),
             "deployed RULE, in-sample": deployed_under_noise(cells, draws),
         }
         for k, res in cv.items():
             print(f"{k}:", res)
-        (OUT / "tree_cv_noisy.json").write_text(json.dumps(cv, indent=1) + "\n")
+        (OUT / f"tree_cv_noisy{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
         return
     if "--cv" in sys.argv:
         cv = {str(k): cross_validate(cells, k) for k in KAPPAS}
         for k, res in cv.items():
             print(f"κ = {k}: held-out", res)
-        (OUT / "tree_cv.json").write_text(json.dumps(cv, indent=1) + "\n")
+        (OUT / f"tree_cv{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
         return
     results = {}
-    for kappa in KAPPAS if not draws else (1.0,):
+    for kappa in KAPPAS if not draws else (TRUNC_KAPPA,):
         res = fit(cells, kappa, draws)
         results[str(kappa)] = res
         total = sum(math.log(r["train_geo_mean"]) for r in res.values())
@@ -398,7 +423,7 @@ def main() -> None:
             print(" ", kind, r["train_geo_mean"], r["always"])
             for box, a in r["boxes"]:
                 print("     ", box, a)
-    name = "tree.json" if not draws else "tree_noisy.json"
+    name = ("tree" if not draws else "tree_noisy") + suffix + ".json"
     (OUT / name).write_text(json.dumps(results, indent=1) + "\n")
 
 
