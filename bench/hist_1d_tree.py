@@ -98,7 +98,11 @@ def _features(
 
 
 def _rows(
-    cells: dict[str, float], feats: dict[tuple, np.ndarray], wname: str, files: tuple[str, ...]
+    cells: dict[str, float],
+    feats: dict[tuple, np.ndarray],
+    wname: str,
+    files: tuple[str, ...],
+    choices: tuple[str, ...] = CHOICES,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """Feature rows, their cells' log(projected error of each choice / best published)
     and the cell of every row (a cell has one row per feature draw)."""
@@ -108,7 +112,7 @@ def _rows(
             continue
         key = f"{d}|{s}|{e}|{wname}|"
         best = min(cells[key + a] for a in PUBLISHED)
-        cost = [math.log(cells[key + a + "+P"] / best) for a in CHOICES]
+        cost = [math.log(cells[key + a + "+P"] / best) for a in choices]
         for row in fv:
             f_rows.append(row)
             c_rows.append(cost)
@@ -183,11 +187,13 @@ def _fit_rows(f: np.ndarray, c: np.ndarray, min_leaf: int) -> tuple[float, list]
     return cost, boxes
 
 
-def _named(boxes: list) -> list:
-    return [(b, CHOICES[a]) for b, a in boxes]
+def _named(boxes: list, choices: tuple[str, ...] = CHOICES) -> list:
+    return [(b, choices[a]) for b, a in boxes]
 
 
-def fit(cells: dict[str, float], kappa: float, draws: int = 0) -> dict[str, dict]:
+def fit(
+    cells: dict[str, float], kappa: float, draws: int = 0, choices: tuple[str, ...] = CHOICES
+) -> dict[str, dict]:
     """Per kind: the best depth-≤ 2 tree as boxes, its training geo-mean and the leaves'.
 
     The choices are scored by their error *after* the default's projection (cells
@@ -202,12 +208,12 @@ def fit(cells: dict[str, float], kappa: float, draws: int = 0) -> dict[str, dict
     per = max(draws, 1)
     out = {}
     for wname, kind in KIND.items():
-        f, c, _ = _rows(cells, feats, wname, TRAIN)
+        f, c, _ = _rows(cells, feats, wname, TRAIN, choices)
         cost, boxes = _fit_rows(f, c, MIN_LEAF * per)
         out[kind] = {
-            "boxes": _named(boxes),
+            "boxes": _named(boxes, choices),
             "train_geo_mean": round(math.exp(cost / len(f)), 4),
-            "always": {a: round(math.exp(c[:, i].mean()), 4) for i, a in enumerate(CHOICES)},
+            "always": {a: round(math.exp(c[:, i].mean()), 4) for i, a in enumerate(choices)},
         }
     return out
 
@@ -231,7 +237,11 @@ def _summary(logs: list[float]) -> dict:
 
 
 def cross_validate(
-    cells: dict[str, float], kappa: float, fit_draws: int = 0, eval_draws: int = 0
+    cells: dict[str, float],
+    kappa: float,
+    fit_draws: int = 0,
+    eval_draws: int = 0,
+    choices: tuple[str, ...] = CHOICES,
 ) -> dict[str, dict]:
     """Leave-one-file-out: per kind, fit on 6 TRAIN files, score the 7th's cells.
 
@@ -250,16 +260,19 @@ def cross_validate(
         logs = []
         for hold in TRAIN:
             train = tuple(d for d in TRAIN if d != hold)
-            f, c, _ = _rows(cells, f_fit, wname, train)
+            f, c, _ = _rows(cells, f_fit, wname, train, choices)
             _, boxes = _fit_rows(f, c, MIN_LEAF * max(fit_draws, 1))
-            fh, ch, cell_of = _rows(cells, f_eval, wname, (hold,))
+            fh, ch, cell_of = _rows(cells, f_eval, wname, (hold,), choices)
             logs += list(_score(fh, ch, cell_of, boxes).values())
         out[kind] = _summary(logs)
     return out
 
 
 def deployed_under_noise(
-    cells: dict[str, float], draws: int, files: tuple[str, ...] = TRAIN
+    cells: dict[str, float],
+    draws: int,
+    files: tuple[str, ...] = TRAIN,
+    choices: tuple[str, ...] = CHOICES,
 ) -> dict[str, dict]:
     """The deployed :data:`~mechanisms.histograms.select.RULE` on the cells of ``files``
     with ``draws`` draws of its DP features (in-sample for the files it was fitted on)."""
@@ -268,10 +281,10 @@ def deployed_under_noise(
     feats = _features(cells, TRUNC_KAPPA, draws)
     out = {}
     for wname, kind in KIND.items():
-        if any(a not in CHOICES for _, a in RULE[kind]):
+        if any(a not in choices for _, a in RULE[kind]):
             continue  # the rule uses a choice left out of this run
-        f, c, cell_of = _rows(cells, feats, wname, files)
-        boxes = [(b, CHOICES.index(a)) for b, a in RULE[kind]]
+        f, c, cell_of = _rows(cells, feats, wname, files, choices)
+        boxes = [(b, choices.index(a)) for b, a in RULE[kind]]
         out[kind] = _summary(list(_score(f, c, cell_of, boxes).values()))
     return out
 
@@ -330,7 +343,9 @@ def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
     features, then with 32 draws of the DP features. No rule may be chosen from it (the
     report files are held out); it bounds what any tree on these two features and these
     choices could reach there — if even this fit leaves cells over 1.2×, refitting
-    cannot remove them. Written to bench/results/hist_1d/ceiling.json.
+    cannot remove them. Written to bench/results/hist_1d/ceiling.json (its
+    ``held_out_geo_mean`` fields are in-sample here; the cells' medians to
+    ceiling_cells.json, from which ``--ceiling --refit`` redoes the fits).
     """
     from bench.hist_1d_grid import medians, run_trials
 
@@ -368,12 +383,11 @@ def main() -> None:
     fitted), results written with the suffix ``_without_hdmm``; ``--recheck WORKLOAD
     TRIALS UMAX``: :func:`recheck`, written to bench/results/hist_1d/recheck.WORKLOAD.json).
     """
-    global CHOICES
     cells = json.loads((OUT / "train_cells.json").read_text())
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
-    suffix = ""
-    if "--without-hdmm" in sys.argv:  # the choice set the range boxes are fitted with
-        CHOICES = tuple(a for a in CHOICES if not a.endswith("-HDMM"))
+    choices, suffix = CHOICES, ""
+    if "--without-hdmm" in sys.argv:  # the choice set the range boxes had until session 25
+        choices = tuple(a for a in CHOICES if not a.endswith("-HDMM"))
         suffix = "_without_hdmm"
     if "--ceiling" in sys.argv:
         stored = OUT / "ceiling_cells.json"
@@ -397,25 +411,28 @@ def main() -> None:
     if "--cv" in sys.argv and draws:
         # the two procedures, both scored on held-out cells with the DP features' noise
         cv = {
-            **{f"noise-free fit, κ = {k}": cross_validate(cells, k, 0, draws) for k in KAPPAS},
+            **{
+                f"noise-free fit, κ = {k}": cross_validate(cells, k, 0, draws, choices)
+                for k in KAPPAS
+            },
             f"noise-aware fit ({draws} draws), κ = {TRUNC_KAPPA}": cross_validate(
-                cells, TRUNC_KAPPA, draws, draws
+                cells, TRUNC_KAPPA, draws, draws, choices
             ),
-            "deployed RULE, in-sample": deployed_under_noise(cells, draws),
+            "deployed RULE, in-sample": deployed_under_noise(cells, draws, TRAIN, choices),
         }
         for k, res in cv.items():
             print(f"{k}:", res)
         (OUT / f"tree_cv_noisy{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
         return
     if "--cv" in sys.argv:
-        cv = {str(k): cross_validate(cells, k) for k in KAPPAS}
+        cv = {str(k): cross_validate(cells, k, choices=choices) for k in KAPPAS}
         for k, res in cv.items():
             print(f"κ = {k}: held-out", res)
         (OUT / f"tree_cv{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
         return
     results = {}
     for kappa in KAPPAS if not draws else (TRUNC_KAPPA,):
-        res = fit(cells, kappa, draws)
+        res = fit(cells, kappa, draws, choices)
         results[str(kappa)] = res
         total = sum(math.log(r["train_geo_mean"]) for r in res.values())
         print(f"κ = {kappa}: mean log geo-mean {total / len(res):.4f}")
