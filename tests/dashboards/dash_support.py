@@ -85,7 +85,9 @@ class Served:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
-        self.call(self.runner.cleanup())
+        # aiohttp's own shutdown waits up to 60 s for open connections (a page's event
+        # stream); on a loaded 2-core machine 20 s was once not enough for the teardown
+        self.call(self.runner.cleanup(), timeout=65.0)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
 
