@@ -83,7 +83,7 @@ def _features(
         eps = float(e)
         if draws == 0:
             cap = float(max(1, round(kappa / eps)))
-            out[(d, s, e)] = np.array([[math.log10(eps * int(s) / n), truncated_fraction(x, cap)]])
+            out[(d, s, e)] = np.array([feature_vector(n, eps, int(s), truncated_fraction(x, cap))])
             continue
         eps_s = SCALE_SHARE * eps / 2.0
         eps_alg = eps - 2.0 * eps_s
