@@ -53,7 +53,8 @@ PUBLISHED = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
 #: both with the partition over aligned dyadic bins (``-aligned``) or with HDMM's
 #: measurement of the buckets (``-HDMM``)
 CHOICES = (
-    *PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM"
+    *PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM",
+    "Identity-SURE",
 )
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
