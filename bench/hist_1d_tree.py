@@ -335,7 +335,9 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
 CEILING_TRIALS = 5
 
 
-def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
+def ceiling(
+    trials: int = CEILING_TRIALS, algs: tuple[str, ...] = CHOICES, into: dict | None = None
+) -> dict[str, dict]:
     """DIAGNOSIS ONLY — the best rule of this family fitted *in-sample on the report cells*.
 
     Runs every choice on the reported files (:data:`bench.hist_1d_grid.REPORT`, scales
@@ -346,32 +348,35 @@ def ceiling(trials: int = CEILING_TRIALS) -> dict[str, dict]:
     choices could reach there — if even this fit leaves cells over 1.2×, refitting
     cannot remove them. Written to bench/results/hist_1d/ceiling.json (its
     ``held_out_geo_mean`` fields are in-sample here; the cells' medians to
-    ceiling_cells.json, from which ``--ceiling --refit`` redoes the fits).
+    ceiling_cells.json, from which ``--ceiling --refit`` redoes the fits). ``algs`` and
+    ``into``: run only those choices and add their cells to stored ones
+    (``--ceiling --add A,B``, for a new choice).
     """
     from bench.hist_1d_grid import medians, run_trials
 
-    per_trial, _ = run_trials(REPORT, CHOICES, (10**4, 10**5, 10**6), (0.1, 1.0), trials,
+    per_trial, _ = run_trials(REPORT, algs, (10**4, 10**5, 10**6), (0.1, 1.0), trials,
                               progress=True, project=True)
-    cells = {"|".join(map(str, k)): v for k, v in medians(per_trial).items()}
+    cells = {**(into or {}), **{"|".join(map(str, k)): v for k, v in medians(per_trial).items()}}
     (OUT / "ceiling_cells.json").write_text(json.dumps(cells) + "\n")
     return ceiling_fit(cells, trials)
 
 
 def ceiling_fit(cells: dict[str, float], trials: int, kappa: float = TRUNC_KAPPA) -> dict:
     """:func:`ceiling`'s fits from its cells (bench/results/hist_1d/ceiling_cells.json)."""
-    out: dict[str, dict] = {"trials": {"trials": trials, "kappa": kappa}}
+    choices = tuple(a for a in CHOICES if any(k.endswith(f"|{a}+P") for k in cells))
+    out: dict[str, dict] = {"trials": {"trials": trials, "kappa": kappa, "choices": choices}}
     for draws in (0, 32):
         feats = _features(cells, kappa, draws)
         for wname, kind in KIND.items():
-            f, c, cell_of = _rows(cells, feats, wname, REPORT)
+            f, c, cell_of = _rows(cells, feats, wname, REPORT, choices)
             cost, boxes = _fit_rows(f, c, max(draws, 1) * 4)
             logs = list(_score(f, c, cell_of, boxes).values())
             out.setdefault(f"in-sample tree, {draws} draws", {})[kind] = {
-                **_summary(logs), "boxes": _named(boxes),
+                **_summary(logs), "boxes": _named(boxes, choices),
             }
     oracle = {}
     for wname, kind in KIND.items():
-        f, c, _ = _rows(cells, _features(cells, kappa, 0), wname, REPORT)
+        f, c, _ = _rows(cells, _features(cells, kappa, 0), wname, REPORT, choices)
         oracle[kind] = _summary(list(c.min(axis=1)))
     out["per-cell oracle over the choices"] = oracle
     return out
@@ -394,6 +399,9 @@ def main() -> None:
         stored = OUT / "ceiling_cells.json"
         if "--refit" in sys.argv and stored.exists():  # the fits again, from the stored cells
             res = ceiling_fit(json.loads(stored.read_text()), CEILING_TRIALS)
+        elif "--add" in sys.argv and stored.exists():  # a new choice's cells, then the fits
+            algs = tuple(sys.argv[sys.argv.index("--add") + 1].split(","))
+            res = ceiling(CEILING_TRIALS, algs, json.loads(stored.read_text()))
         else:
             res = ceiling()
         (OUT / "ceiling.json").write_text(json.dumps(res, indent=1) + "\n")

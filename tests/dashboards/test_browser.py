@@ -137,7 +137,7 @@ def test_incident_opens_updates_is_acknowledged_once_and_resolves(
     assert page.evaluate("window.__marker") == "no-reload"
     # acknowledged once: the button is then disabled and the first acknowledgement stays
     page.click(f"#incidents li[data-incident-id='{inc_id}'] button")
-    page.wait_for_selector(f"#incidents li.acked[data-incident-id='{inc_id}']", timeout=5_000)
+    page.wait_for_selector(f"#incidents li.acked[data-incident-id='{inc_id}']", timeout=15_000)
     assert page.is_disabled(f"#incidents li[data-incident-id='{inc_id}'] button")
     first_ack = json.loads(redis_client.hget(rl.INCIDENTS_ACKS, inc_id))
     assert redis_client.hlen(rl.INCIDENTS_ACKS) == 1
