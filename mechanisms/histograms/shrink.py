@@ -18,7 +18,8 @@ unbiased risk estimate (Stein, Ann. Stat. 9(6), 1981)
 over ``t ∈ {0} ∪ {|d_i|/σ}``, with their *hybrid* rule: on a level whose coefficients are
 sparse (``(Σ (d_i/σ)² − m)/m ≤ log₂(m)^{3/2}/√m``) the universal threshold
 ``σ·√(2 ln m)`` instead, where SURE is known to be noisy. The orthonormal Haar transform
-keeps white noise white with the same σ. SURE assumes Gaussian noise; a Haar
+keeps white noise white with the same σ (Privelet's unnormalised transform is used, with
+σ scaled per level: :func:`_shrink_once`). SURE assumes Gaussian noise; a Haar
 coefficient at level j sums 2^j Laplace draws, close to Gaussian beyond the finest
 level, and the measured figures (docs/histograms-1d.md "Identity-SURE") are what
 justify it, not the assumption. Cycle spinning (Coifman & Donoho, "Translation-
@@ -26,7 +27,8 @@ invariant de-noising", Wavelets and Statistics, 1995) averages the estimate over
 :data:`SHIFTS` circular shifts, which removes most of the Haar basis' block artefacts.
 
 Hand-written (no wavelet library is among the project's dependencies): the Haar
-transform is ten lines of numpy, and SURE's minimiser is a sort and a cumulative sum.
+transform is Privelet's (:func:`~mechanisms.histograms.privelet.haar`), and SURE's
+minimiser is a sort and a cumulative sum.
 """
 
 from __future__ import annotations
@@ -36,39 +38,15 @@ import math
 import numpy as np
 
 from mechanisms.errors import check_positive
+from mechanisms.histograms.privelet import haar, inverse_haar
 
-__all__ = ["SHIFTS", "haar_forward", "haar_inverse", "sure_threshold", "sure_shrink"]
+__all__ = ["SHIFTS", "sure_threshold", "sure_shrink"]
 
-#: circular shifts averaged by :func:`sure_shrink` (8: on the DPBench training files
-#: 1-D identity workload, geo-mean error / best published 1.086 → 1.015 with the hybrid
-#: rule against one shift's 1.134 → 1.047)
+#: circular shifts averaged by :func:`sure_shrink` (on the 11 DPBench training files,
+#: identity workload, 5 scales, 3 trials, geo-mean error / best of Identity, DAWA, HB,
+#: DPC: one shift 1.134 (hybrid rule 1.047), 8 shifts 1.086 (hybrid **1.015**); docs/
+#: histograms-1d.md "Identity-SURE")
 SHIFTS = 8
-
-
-def haar_forward(y: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Orthonormal Haar transform of a vector of length 2^k: (scaling coefficient, details).
-
-    Details are listed finest level first.
-    """
-    a = np.asarray(y, np.float64)
-    if len(a) & (len(a) - 1):
-        raise ValueError(f"length must be a power of two, not {len(a)}")
-    details = []
-    while len(a) > 1:
-        details.append((a[0::2] - a[1::2]) / math.sqrt(2.0))
-        a = (a[0::2] + a[1::2]) / math.sqrt(2.0)
-    return a, details
-
-
-def haar_inverse(a: np.ndarray, details: list[np.ndarray]) -> np.ndarray:
-    """Inverse of :func:`haar_forward`."""
-    a = np.asarray(a, np.float64)
-    for d in reversed(details):
-        out = np.empty(2 * len(a))
-        out[0::2] = (a + d) / math.sqrt(2.0)
-        out[1::2] = (a - d) / math.sqrt(2.0)
-        a = out
-    return a
 
 
 def sure_threshold(d: np.ndarray, sigma: float) -> float:
@@ -93,12 +71,20 @@ def sure_threshold(d: np.ndarray, sigma: float) -> float:
 
 
 def _shrink_once(y: np.ndarray, sigma: float) -> np.ndarray:
-    a, details = haar_forward(y)
+    """One SureShrink pass over Privelet's Haar coefficients (length 2^k).
+
+    :func:`~mechanisms.histograms.privelet.haar` halves differences of block means, so a
+    level with ``m`` coefficients is the orthonormal level scaled by ``√(m/N)``; white
+    noise of sd σ has sd ``σ·√(m/N)`` there. Soft thresholding and SURE are equivariant
+    under that scaling, so this is SureShrink in the orthonormal basis.
+    """
+    c0, levels = haar(y)
+    size = len(y)
     kept = []
-    for d in details:
-        t = sure_threshold(d, sigma)
-        kept.append(np.sign(d) * np.maximum(np.abs(d) - t, 0.0))
-    return haar_inverse(a, kept)
+    for c in levels:
+        t = sure_threshold(c, sigma * math.sqrt(len(c) / size))
+        kept.append(np.sign(c) * np.maximum(np.abs(c) - t, 0.0))
+    return inverse_haar(c0, kept)
 
 
 def sure_shrink(y: np.ndarray, sigma: float, shifts: int = SHIFTS) -> np.ndarray:

@@ -14,24 +14,31 @@ import numpy as np
 import pytest
 
 from mechanisms.accounting import Accountant, Budget
+from mechanisms.histograms.privelet import haar
 from mechanisms.histograms.select import release_1d
-from mechanisms.histograms.shrink import haar_forward, haar_inverse, sure_shrink, sure_threshold
+from mechanisms.histograms.shrink import sure_shrink, sure_threshold
 
 
 def _sure(z: np.ndarray, t: float) -> float:
     return float(len(z) - 2 * np.sum(z <= t) + np.sum(np.minimum(z, t) ** 2))
 
 
-def test_haar_is_orthonormal_and_inverts() -> None:
-    """Round trip is exact and the transform keeps the Euclidean norm (white noise stays white)."""
-    y = np.random.default_rng(0).normal(size=256)
-    a, details = haar_forward(y)
-    assert [len(d) for d in details] == [128, 64, 32, 16, 8, 4, 2, 1]
-    np.testing.assert_allclose(haar_inverse(a, details), y, atol=1e-12)
-    norm2 = float(a @ a) + sum(float(d @ d) for d in details)
-    assert norm2 == pytest.approx(float(y @ y), rel=1e-12)
-    with pytest.raises(ValueError, match="power of two"):
-        haar_forward(np.ones(6))
+def test_privelet_levels_carry_white_noise_at_the_scaled_sigma() -> None:
+    """The per-level σ of ``_shrink_once``: on Privelet's transform, white noise of sd σ has
+    sd σ·√(m/N) on a level of m coefficients (sample sd within 10 %: ≥ 6 standard errors
+    for m ≥ 256)."""
+    y = np.random.default_rng(0).normal(0.0, 3.0, size=4096)
+    _, levels = haar(y)
+    for c in levels:
+        if len(c) >= 256:
+            assert np.std(c) == pytest.approx(3.0 * math.sqrt(len(c) / 4096), rel=0.10)
+
+
+@pytest.mark.parametrize("n", [2, 7, 256, 1000])
+def test_no_noise_means_no_shrinkage(n: int) -> None:
+    """σ → 0: every threshold is 0 and the round trip returns the histogram."""
+    y = np.random.default_rng(n).integers(0, 100, n).astype(float)
+    np.testing.assert_allclose(sure_shrink(y, 1e-9), y, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(5))
