@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench import log_progress
+
 HERE = Path(__file__).parent
 
 
@@ -24,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller sizes")
     args = parser.parse_args(argv)
+    log_progress()
     names = args.names or _discover()
     unknown = [n for n in names if n not in _discover()]
     if unknown:

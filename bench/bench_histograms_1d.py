@@ -300,4 +300,7 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     import sys
 
+    from bench import log_progress
+
+    log_progress()
     main(sys.argv[1:])

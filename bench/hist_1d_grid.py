@@ -12,7 +12,7 @@ Error: DPBench's ‖Wx − Wx̂‖₂/(q·scale), median over the trials.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 
 import numpy as np
@@ -21,6 +21,8 @@ from mechanisms.histograms import evaluation as ev
 from mechanisms.histograms.projection import project_nonnegative
 from mechanisms.histograms.select import WORKLOAD_AWARE, release_1d
 from research.histogram import DPBENCH_1D, dpbench_dir, load_array
+
+log = logging.getLogger(__name__)
 
 #: reported data sets (issue 17) and the held-out ones the selection rule is fitted on
 REPORT = ("ADULT", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "SEARCHLOGS")
@@ -96,7 +98,7 @@ def run_trials(
                         if project:
                             out[(d, scale, eps, w.name, a + "+P")] = errs_p[wi].tolist()
                 if progress:
-                    print(f"  {d} scale {scale:g} ε {eps:g} done", file=sys.stderr, flush=True)
+                    log.info("  %s scale %g ε %g done", d, scale, eps)
     return out, secs
 
 

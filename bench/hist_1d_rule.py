@@ -131,4 +131,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bench import log_progress
+
+    log_progress()
     main()
