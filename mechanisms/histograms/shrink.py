@@ -58,8 +58,6 @@ def sure_threshold(d: np.ndarray, sigma: float) -> float:
     sigma = check_positive("sigma", sigma)
     z = np.abs(np.asarray(d, np.float64)) / sigma
     m = len(z)
-    if m == 0:
-        return 0.0
     if m > 1 and (np.sum(z * z) - m) / m <= math.log2(m) ** 1.5 / math.sqrt(m):
         return sigma * math.sqrt(2.0 * math.log(m))
     zs = np.sort(z)
@@ -99,7 +97,7 @@ def sure_shrink(y: np.ndarray, sigma: float, shifts: int = SHIFTS) -> np.ndarray
     if n <= 1:
         return y.copy()
     size = 1 << (n - 1).bit_length()
-    ext = np.pad(y, (0, size - n), mode="symmetric") if size > n else y
+    ext = np.pad(y, (0, size - n), mode="symmetric")
     acc = np.zeros(size)
     shifts = max(1, min(int(shifts), size))
     for s in range(shifts):
