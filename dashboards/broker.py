@@ -60,6 +60,7 @@ class Broker:
         self.subscribers: set[Subscriber] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self.ready = asyncio.Event()
+        self.closed = False  # the server is shutting down: every stream ends
 
     async def start(self) -> None:
         """Start the Redis readers."""
@@ -77,16 +78,31 @@ class Broker:
         self.close_subscribers()
 
     def close_subscribers(self) -> None:
-        """End every subscriber's stream (server shutting down)."""
+        """End every subscriber's stream, and any that subscribes later.
+
+        The server is shutting down: it then never waits for a stream.
+        """
+        self.closed = True
         for s in list(self.subscribers):
-            with contextlib.suppress(asyncio.QueueFull):
-                s.queue.put_nowait(None)
-        self.subscribers.clear()
+            self._end(s)
+
+    def _end(self, sub: Subscriber) -> None:
+        """Unregister ``sub`` and end its stream.
+
+        A full queue loses its oldest event: the end marker must get in.
+        """
+        self.subscribers.discard(sub)
+        with contextlib.suppress(asyncio.QueueEmpty):
+            if sub.queue.full():
+                sub.queue.get_nowait()
+        sub.queue.put_nowait(None)
 
     def subscribe(self, mech: str | None = None) -> Subscriber:
-        """Register a subscriber."""
+        """Register a subscriber (after :meth:`close_subscribers`: an ended one)."""
         sub = Subscriber(mech=mech)
         self.subscribers.add(sub)
+        if self.closed:
+            self._end(sub)
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
@@ -102,10 +118,7 @@ class Broker:
                 sub.queue.put_nowait(message)
             except asyncio.QueueFull:
                 log.warning("dropping a subscriber that fell %d events behind", QUEUE_SIZE)
-                self.subscribers.discard(sub)
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    sub.queue.get_nowait()
-                sub.queue.put_nowait(None)
+                self._end(sub)
 
     async def _updates(self) -> None:
         while True:

@@ -17,7 +17,9 @@ What every response, connection and log line of :mod:`dashboards.app` must satis
   (aiohttp arms its keep-alive timer when the connection opens and only a complete
   request disarms it, so the keep-alive timeout is the header read timeout), request
   lines and header fields are capped at 8 KiB and a request at 64 header fields; a
-  client that disconnects cancels its handler (its SSE slot is freed at once).
+  client that disconnects cancels its handler (its SSE slot is freed at once). On shutdown
+  the event streams are ended first (``Broker.close_subscribers``), so the server waits at
+  most :data:`SHUTDOWN_TIMEOUT_S` for the remaining requests instead of aiohttp's 60 s.
 * **Redis outage.** :data:`REDIS_DOWN` are the exceptions that mean the read model is
   unreachable; the app answers them with 503 and a JSON body saying so
   (:func:`redis_unavailable`).
@@ -38,6 +40,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 #: Seconds a client may take to send a complete request head (slowloris protection).
 HEADER_TIMEOUT_S = 10.0
+#: Seconds the server waits, when it stops, for requests still being handled.
+SHUTDOWN_TIMEOUT_S = 5.0
 MAX_LINE_SIZE = 8190
 MAX_FIELD_SIZE = 8190
 MAX_HEADERS = 64
@@ -170,7 +174,7 @@ def server_options(header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]
             "access_log_class": PathOnlyAccessLogger,
             # a client that goes away cancels its handler: a live stream frees its slot
             # under the SSE cap at once, not at its next keep-alive write
-            "handler_cancellation": True}
+            "handler_cancellation": True, "shutdown_timeout": SHUTDOWN_TIMEOUT_S}
 
 
 def redis_unavailable(health: bool = False) -> web.Response:
