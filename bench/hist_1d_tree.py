@@ -60,6 +60,21 @@ CHOICES = (
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
 #: smallest number of training cells in a leaf (against over-fitting 126 cells per kind)
 MIN_LEAF = 10
+#: the issue's bound on a cell's ratio; ``--tail λ`` fits to Σ log r + λ·max(0, log r − log
+#: TAIL_BOUND) (:func:`tail_cost`) instead of Σ log r alone
+TAIL_BOUND = 1.2
+
+
+def tail_cost(c: np.ndarray, tail: float) -> np.ndarray:
+    """The fit's per-cell cost: log ratio plus ``tail`` × its excess over log 1.2.
+
+    ``tail = 0`` is the geo-mean fit; ``tail > 0`` also charges every training cell a
+    choice leaves over the issue's 1.2× bound (a hinge: cells under the bound cost what
+    they did), so a leaf prefers a choice that is never far off to one that is a little
+    better on average and far off somewhere. Only the fit reads it: held-out scores are
+    the plain log ratios.
+    """
+    return c + tail * np.maximum(c - math.log(TAIL_BOUND), 0.0) if tail else c
 
 
 def _features(
@@ -193,7 +208,11 @@ def _named(boxes: list, choices: tuple[str, ...] = CHOICES) -> list:
 
 
 def fit(
-    cells: dict[str, float], kappa: float, draws: int = 0, choices: tuple[str, ...] = CHOICES
+    cells: dict[str, float],
+    kappa: float,
+    draws: int = 0,
+    choices: tuple[str, ...] = CHOICES,
+    tail: float = 0.0,
 ) -> dict[str, dict]:
     """Per kind: the best depth-≤ 2 tree as boxes, its training geo-mean and the leaves'.
 
@@ -203,17 +222,20 @@ def fit(
     benchmark reports. ``draws > 0``: the noise-aware fit — every cell enters with that
     many draws of its DP features (:func:`_features`), so a threshold is charged for the
     cells its features' noise sends to the wrong side (every leaf still ≥
-    :data:`MIN_LEAF` cells' worth of rows).
+    :data:`MIN_LEAF` cells' worth of rows). ``tail``: the fit's cost is
+    :func:`tail_cost` (the reported geo-means stay plain).
     """
     feats = _features(cells, kappa, draws)
     per = max(draws, 1)
     out = {}
     for wname, kind in KIND.items():
-        f, c, _ = _rows(cells, feats, wname, TRAIN, choices)
-        cost, boxes = _fit_rows(f, c, MIN_LEAF * per)
+        f, c, cell_of = _rows(cells, feats, wname, TRAIN, choices)
+        _, boxes = _fit_rows(f, tail_cost(c, tail), MIN_LEAF * per)
+        logs = list(_score(f, c, cell_of, boxes).values())
         out[kind] = {
             "boxes": _named(boxes, choices),
-            "train_geo_mean": round(math.exp(cost / len(f)), 4),
+            "train_geo_mean": round(math.exp(sum(logs) / len(logs)), 4),
+            "train_cells_over_1.2": int(sum(v > math.log(TAIL_BOUND) for v in logs)),
             "always": {a: round(math.exp(c[:, i].mean()), 4) for i, a in enumerate(choices)},
         }
     return out
@@ -231,7 +253,7 @@ def _score(f: np.ndarray, c: np.ndarray, cell_of: list, boxes: list) -> dict[tup
 def _summary(logs: list[float]) -> dict:
     return {
         "held_out_geo_mean": round(math.exp(float(sum(logs)) / len(logs)), 4),
-        "cells_over_1.2": int(sum(v > math.log(1.2) for v in logs)),
+        "cells_over_1.2": int(sum(v > math.log(TAIL_BOUND) for v in logs)),
         "worst": round(math.exp(float(max(logs))), 3),
         "cells": len(logs),
     }
@@ -243,6 +265,7 @@ def cross_validate(
     fit_draws: int = 0,
     eval_draws: int = 0,
     choices: tuple[str, ...] = CHOICES,
+    tail: float = 0.0,
 ) -> dict[str, dict]:
     """Leave-one-file-out: per kind, fit on 6 TRAIN files, score the 7th's cells.
 
@@ -252,7 +275,7 @@ def cross_validate(
     fit's feature draws (0: noise-free, as before session 26); ``eval_draws``: the held-out
     cells' (0: noise-free features; > 0: a cell scores its choice's log ratio averaged
     over that many draws of the DP features — what :func:`~mechanisms.histograms.select.
-    auto_release` meets).
+    auto_release` meets). ``tail``: the fits' cost is :func:`tail_cost`.
     """
     f_fit = _features(cells, kappa, fit_draws)
     f_eval = f_fit if eval_draws == fit_draws else _features(cells, kappa, eval_draws)
@@ -262,7 +285,7 @@ def cross_validate(
         for hold in TRAIN:
             train = tuple(d for d in TRAIN if d != hold)
             f, c, _ = _rows(cells, f_fit, wname, train, choices)
-            _, boxes = _fit_rows(f, c, MIN_LEAF * max(fit_draws, 1))
+            _, boxes = _fit_rows(f, tail_cost(c, tail), MIN_LEAF * max(fit_draws, 1))
             fh, ch, cell_of = _rows(cells, f_eval, wname, (hold,), choices)
             logs += list(_score(fh, ch, cell_of, boxes).values())
         out[kind] = _summary(logs)
@@ -386,11 +409,14 @@ def main() -> None:
     """Fit, print and write the rule (``--cv``: the leave-one-file-out estimate instead;
     ``--draws K``: the noise-aware fit / cross-validation with K draws of the DP features
     per cell; ``--without-hdmm``: without the ``-HDMM`` choices (how the range boxes are
-    fitted), results written with the suffix ``_without_hdmm``; ``--recheck WORKLOAD
+    fitted), results written with the suffix ``_without_hdmm``; ``--tail λ``: the fit's
+    cost is :func:`tail_cost` (with ``--cv``: its held-out score beside the plain fit's,
+    tree_cv_tailλ.json); ``--recheck WORKLOAD
     TRIALS UMAX``: :func:`recheck`, written to bench/results/hist_1d/recheck.WORKLOAD.json).
     """
     cells = json.loads((OUT / "train_cells.json").read_text())
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
+    tail = float(sys.argv[sys.argv.index("--tail") + 1]) if "--tail" in sys.argv else 0.0
     choices, suffix = CHOICES, ""
     if "--without-hdmm" in sys.argv:  # the choice set the range boxes had until session 25
         choices = tuple(a for a in CHOICES if not a.endswith("-HDMM"))
@@ -417,6 +443,21 @@ def main() -> None:
             for first, rows in by.items():
                 print(leaf, first, {a: r["geo_mean"] for a, r in rows.items()})
         return
+    if tail:  # the tail-weighted fit's held-out score against the plain fit's
+        suffix += f"_tail{tail:g}"
+    if "--cv" in sys.argv and tail:
+        cv = {
+            f"fit to Σ log r (κ = {TRUNC_KAPPA}, {draws} draws)": cross_validate(
+                cells, TRUNC_KAPPA, draws, draws, choices
+            ),
+            f"fit to Σ log r + {tail:g}·excess over log 1.2": cross_validate(
+                cells, TRUNC_KAPPA, draws, draws, choices, tail
+            ),
+        }
+        for k, res in cv.items():
+            print(f"{k}:", res)
+        (OUT / f"tree_cv{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
+        return
     if "--cv" in sys.argv and draws:
         # the two procedures, both scored on held-out cells with the DP features' noise
         cv = {
@@ -441,7 +482,7 @@ def main() -> None:
         return
     results = {}
     for kappa in KAPPAS if not draws else (TRUNC_KAPPA,):
-        res = fit(cells, kappa, draws, choices)
+        res = fit(cells, kappa, draws, choices, tail)
         results[str(kappa)] = res
         total = sum(math.log(r["train_geo_mean"]) for r in res.values())
         print(f"κ = {kappa}: mean log geo-mean {total / len(res):.4f}")

@@ -115,3 +115,15 @@ def test_tail_test_false_alarm_rate_and_power() -> None:
     assert alt["cells_significantly_over"] >= 0.95 * CELLS
     for v in alt["cells"].values():
         assert v["lower_95"] <= v["ratio"] <= v["upper_95"]
+
+
+def test_tail_cost_charges_only_the_excess_over_the_bound() -> None:
+    c = np.log(np.array([[0.8, 1.2, 1.5], [1.0, 2.4, 1.19]]))
+    assert np.array_equal(tree.tail_cost(c, 0.0), c)
+    out = tree.tail_cost(c, 3.0)
+    excess = np.log(np.array([[1.0, 1.0, 1.25], [1.0, 2.0, 1.0]]))
+    assert np.allclose(out, c + 3.0 * excess)
+    # a choice that is slightly better on average but far off in one cell loses its leaf
+    two = np.log(np.array([[0.7, 1.0], [0.7, 1.0], [2.0, 1.1]]))
+    assert two.sum(axis=0).argmin() == 0
+    assert tree.tail_cost(two, 2.0).sum(axis=0).argmin() == 1
