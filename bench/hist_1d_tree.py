@@ -60,6 +60,12 @@ CHOICES = (
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
 #: smallest number of training cells in a leaf (against over-fitting 126 cells per kind)
 MIN_LEAF = 10
+#: the training files by source (one attribute of one data set and its filtered copies):
+#: ``--cv --by-source`` holds out a whole group at a time
+SOURCES = (
+    ("BIDS", "BIDS-FJ", "BIDS-FM"), ("MDSALARY", "MDSALARY-FA"),
+    ("LC-REQ-ALL", "LC-REQ-F1", "LC-REQ-F2"), ("LC-DTIR-ALL", "LC-DTIR-F1", "LC-DTIR-F2"),
+)
 #: the issue's bound on a cell's ratio; ``--tail λ`` fits to Σ log r + λ·max(0, log r − log
 #: TAIL_BOUND) (:func:`tail_cost`) instead of Σ log r alone
 TAIL_BOUND = 1.2
@@ -266,6 +272,7 @@ def cross_validate(
     eval_draws: int = 0,
     choices: tuple[str, ...] = CHOICES,
     tail: float = 0.0,
+    folds: tuple[tuple[str, ...], ...] | None = None,
 ) -> dict[str, dict]:
     """Leave-one-file-out: per kind, fit on 6 TRAIN files, score the 7th's cells.
 
@@ -275,18 +282,20 @@ def cross_validate(
     fit's feature draws (0: noise-free, as before session 26); ``eval_draws``: the held-out
     cells' (0: noise-free features; > 0: a cell scores its choice's log ratio averaged
     over that many draws of the DP features — what :func:`~mechanisms.histograms.select.
-    auto_release` meets). ``tail``: the fits' cost is :func:`tail_cost`.
+    auto_release` meets). ``tail``: the fits' cost is :func:`tail_cost`. ``folds``: the
+    groups of files held out together (None: one file at a time; :data:`SOURCES`: one
+    source at a time, so no held-out file has a sibling of its source in the fit).
     """
     f_fit = _features(cells, kappa, fit_draws)
     f_eval = f_fit if eval_draws == fit_draws else _features(cells, kappa, eval_draws)
     out = {}
     for wname, kind in KIND.items():
         logs = []
-        for hold in TRAIN:
-            train = tuple(d for d in TRAIN if d != hold)
+        for hold in folds or tuple((d,) for d in TRAIN):
+            train = tuple(d for d in TRAIN if d not in hold)
             f, c, _ = _rows(cells, f_fit, wname, train, choices)
             _, boxes = _fit_rows(f, tail_cost(c, tail), MIN_LEAF * max(fit_draws, 1))
-            fh, ch, cell_of = _rows(cells, f_eval, wname, (hold,), choices)
+            fh, ch, cell_of = _rows(cells, f_eval, wname, hold, choices)
             logs += list(_score(fh, ch, cell_of, boxes).values())
         out[kind] = _summary(logs)
     return out
@@ -411,7 +420,8 @@ def main() -> None:
     per cell; ``--without-hdmm``: without the ``-HDMM`` choices (how the range boxes are
     fitted), results written with the suffix ``_without_hdmm``; ``--tail λ``: the fit's
     cost is :func:`tail_cost` (with ``--cv``: its held-out score beside the plain fit's,
-    tree_cv_tailλ.json); ``--recheck WORKLOAD
+    tree_cv_tailλ.json); ``--by-source`` with ``--cv``: hold out whole
+    :data:`SOURCES` instead of single files (suffix ``_by_source``); ``--recheck WORKLOAD
     TRIALS UMAX``: :func:`recheck`, written to bench/results/hist_1d/recheck.WORKLOAD.json).
     """
     cells = json.loads((OUT / "train_cells.json").read_text())
@@ -445,15 +455,19 @@ def main() -> None:
         return
     if tail:  # the tail-weighted fit's held-out score against the plain fit's
         suffix += f"_tail{tail:g}"
-    if "--cv" in sys.argv and tail:
+    folds = SOURCES if "--by-source" in sys.argv else None
+    if folds:
+        suffix += "_by_source"
+    if "--cv" in sys.argv and (tail or folds):
         cv = {
             f"fit to Σ log r (κ = {TRUNC_KAPPA}, {draws} draws)": cross_validate(
-                cells, TRUNC_KAPPA, draws, draws, choices
-            ),
-            f"fit to Σ log r + {tail:g}·excess over log 1.2": cross_validate(
-                cells, TRUNC_KAPPA, draws, draws, choices, tail
+                cells, TRUNC_KAPPA, draws, draws, choices, folds=folds
             ),
         }
+        if tail:
+            cv[f"fit to Σ log r + {tail:g}·excess over log 1.2"] = cross_validate(
+                cells, TRUNC_KAPPA, draws, draws, choices, tail, folds
+            )
         for k, res in cv.items():
             print(f"{k}:", res)
         (OUT / f"tree_cv{suffix}.json").write_text(json.dumps(cv, indent=1) + "\n")
