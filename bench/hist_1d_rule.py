@@ -31,7 +31,8 @@ CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "HDMM")
 #: DAWA and DAWA10 with the partition over aligned dyadic bins; DAWA and DAWA10 with
 #: HDMM's measurement of the buckets)
 EXTRA = (
-    "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM", "Identity-SURE"
+    "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM", "Identity-SURE",
+    "Identity-HP",
 )
 SCALES = (10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7)
 #: trials per training cell (medians)

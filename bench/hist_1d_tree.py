@@ -54,7 +54,7 @@ PUBLISHED = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
 #: measurement of the buckets (``-HDMM``)
 CHOICES = (
     *PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM",
-    "Identity-SURE",
+    "Identity-SURE", "Identity-HP",
 )
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
