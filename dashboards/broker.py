@@ -18,12 +18,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboards.hardening import cancel_requested
 from occupancy import redis_layout as rl
 from readmodel.reader import follow, stream_end
 
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 256
+#: how long :meth:`Broker.stop` waits for its cancelled Redis readers (they end at once:
+#: :func:`dashboards.hardening.cancel_requested`; the bound is a belt so that shutdown can
+#: never hang on them)
+STOP_TIMEOUT_S = 2.0
 
 
 def sse_message(event: str, data: Any, event_id: str | None = None) -> bytes:
@@ -72,9 +77,14 @@ class Broker:
         """Stop the readers and end every subscriber's stream."""
         for t in self._tasks:
             t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        if self._tasks:
+            done, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT_S)
+            for t in done:  # retrieve their outcome: nothing is left unreported
+                if not t.cancelled() and t.exception() is not None:
+                    log.warning("a Redis reader ended with %r", t.exception())
+            if pending:
+                log.warning("%d Redis reader(s) still pending %g s after cancel; "
+                            "shutting down without them", len(pending), STOP_TIMEOUT_S)
         self.close_subscribers()
 
     def close_subscribers(self) -> None:
@@ -144,6 +154,8 @@ class Broker:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - Redis hiccup: reconnect
+                if cancel_requested():  # a cancel turned into a Redis error: stop
+                    raise asyncio.CancelledError from None
                 log.exception("updates listener failed; reconnecting in 1 s")
                 await asyncio.sleep(1.0)
 
@@ -160,5 +172,7 @@ class Broker:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - Redis hiccup: retry
+                if cancel_requested():  # a cancel turned into a Redis error: stop
+                    raise asyncio.CancelledError from None
                 log.exception("%s follower failed; retrying in 1 s", stream)
                 await asyncio.sleep(1.0)

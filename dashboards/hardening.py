@@ -27,6 +27,7 @@ What every response, connection and log line of :mod:`dashboards.app` must satis
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import traceback
@@ -185,3 +186,16 @@ def redis_unavailable(health: bool = False) -> web.Response:
     if health:
         body = {"ok": False, "redis": "unavailable", **body}
     return web.json_response(body, status=503, headers={"Retry-After": "5"})
+
+
+def cancel_requested() -> bool:
+    """Whether the running task has been asked to cancel (Python ≥ 3.11 counts requests).
+
+    redis-py's asyncio client can turn the CancelledError thrown into a read into a
+    ConnectionError (seen when the cancellation lands while the loop is busy); a reader
+    whose ``except Exception`` then retried would outlive its cancel and hold the
+    dashboard's shutdown for ever (a browser test's 30 s teardown in CI). A retry loop
+    asks this first and re-raises the cancellation instead.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -48,6 +48,7 @@ from typing import Any
 
 import aiohttp
 
+from dashboards.hardening import cancel_requested
 from mechanisms.errors import ConfigError, check_positive
 from occupancy import redis_layout as rl
 from readmodel.reader import read_after, stream_end
@@ -236,6 +237,8 @@ class WebhookDispatcher:
                     except asyncio.CancelledError:
                         raise
                     except Exception:  # noqa: BLE001 - Redis hiccup: retry
+                        if cancel_requested():  # a cancel turned into a Redis error
+                            raise asyncio.CancelledError from None
                         log.exception("webhook %s: follower failed; retrying in 1 s", self.name)
                         await asyncio.sleep(1.0)
         finally:

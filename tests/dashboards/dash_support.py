@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import sys
 import threading
+import traceback
 import urllib.error
 import urllib.request
 from typing import Any
@@ -60,6 +63,10 @@ def campus_dict() -> dict[str, Any]:
     ]}
 
 
+#: how long :meth:`Served.close` waits for the server's cleanup before it reports it
+CLEANUP_TIMEOUT_S = 30.0
+
+
 class Served:
     """A dashboard app served from a background thread."""
 
@@ -72,6 +79,7 @@ class Served:
         from dashboards.hardening import server_options
 
         self.runner = web.AppRunner(self.app, **server_options(header_timeout_s))
+        self._cleanup: Any = None
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.call(self.runner.setup())
@@ -89,10 +97,28 @@ class Served:
         if not self.thread.is_alive():
             return
         # the server waits at most hardening.SHUTDOWN_TIMEOUT_S for open requests (event
-        # streams are ended first); the rest is margin for a loaded machine
-        self.call(self.runner.cleanup(), timeout=30.0)
+        # streams are ended first); the rest is margin for a loaded machine. Slower than
+        # that, the error says what the server's loop was doing (the loop is left running:
+        # a second close waits for the same cleanup again)
+        if self._cleanup is None:  # one cleanup: a second close waits for the first
+            self._cleanup = asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop)
+        try:
+            self._cleanup.result(CLEANUP_TIMEOUT_S)
+        except TimeoutError:
+            raise TimeoutError(f"dashboard server cleanup took over {CLEANUP_TIMEOUT_S:g} "
+                               f"s; its loop:\n{self._loop_state()}") from None
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+
+    def _loop_state(self) -> str:
+        """The loop thread's stack and every pending task's (for a slow cleanup)."""
+        frame = sys._current_frames().get(self.thread.ident or -1)
+        out = ["loop thread:", "".join(traceback.format_stack(frame)) if frame else "  gone"]
+        for task in list(asyncio.all_tasks(self.loop)):
+            buf = io.StringIO()
+            task.print_stack(limit=8, file=buf)
+            out.append(buf.getvalue())
+        return "\n".join(out)
 
 
 def call(url: str, *, token: str | None = TOKENS.admin, method: str = "GET"

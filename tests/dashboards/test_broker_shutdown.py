@@ -80,3 +80,62 @@ def test_stopping_the_server_ends_an_open_event_stream(served: Any) -> None:
     t.join(15)
     assert not t.is_alive(), "the client's event stream did not end"
     assert lines[0].startswith(b"event: hello")
+
+
+
+
+
+@pytest.mark.e2e
+def test_a_cleanup_started_while_the_loop_is_busy_still_ends(
+        campus: Any, redis_url: str, redis_client: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop is busy for 2 s when the server's cleanup is asked for: the helper's
+    0.5 s guard fails with the loop thread's stack and every pending task, and the same
+    cleanup, waited for again, ends. Found as a browser test's 30 s teardown in CI: the
+    cancellations then land inside the Broker's Redis reads and a reader can stay
+    "cancelling" for ever; Broker.stop waited for it unboundedly (it now waits
+    STOP_TIMEOUT_S). With the unbounded wait, one such round in three hung (measured 2
+    of 6), so three rounds: the old code fails this test with probability ≈ 0.7."""
+    import time
+
+    import dash_support
+
+    for _ in range(3):
+        monkeypatch.setattr(dash_support, "CLEANUP_TIMEOUT_S", 0.5)
+        s = dash_support.Served(campus, redis_url)
+        s.loop.call_soon_threadsafe(time.sleep, 2.0)  # the loop is busy: cleanup waits
+        with pytest.raises(TimeoutError, match="took over 0.5 s") as err:
+            s.close()
+        assert "loop thread:" in str(err.value) and "Task" in str(err.value)
+        monkeypatch.setattr(dash_support, "CLEANUP_TIMEOUT_S", 15.0)
+        s.close()  # the same cleanup: it ends
+        assert not s.thread.is_alive()
+
+
+def test_a_cancel_turned_into_an_error_is_still_a_cancel() -> None:
+    """What redis-py can do to a cancelled read (raise ConnectionError instead): a retry
+    loop that asks cancel_requested stops; outside a cancel it is False."""
+    from dashboards.hardening import cancel_requested
+
+    async def reader() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            try:
+                raise ConnectionError("Connection closed by server.") from None
+            except Exception:  # noqa: BLE001 - what the Broker's retry loops catch
+                if cancel_requested():
+                    raise asyncio.CancelledError from None
+                return "retried"
+        return "slept"
+
+    async def main() -> tuple[bool, bool]:
+        t = asyncio.create_task(reader())
+        await asyncio.sleep(0)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        return cancel_requested(), t.cancelled()
+
+    outside, cancelled = asyncio.run(main())
+    assert outside is False and cancelled
