@@ -51,7 +51,7 @@ from mechanisms.histograms.kdtree import (
     usefulness_accuracy,
 )
 from mechanisms.histograms.select import NEW_1D, auto_release, release_1d
-from mechanisms.histograms.select2d import release_2d
+from mechanisms.histograms.select2d import ALGORITHMS_2D, release_2d, run_2d
 from occupancy import redis_layout as rl
 from occupancy.buildings import load_site
 from occupancy.oracle import occupancy_oracle
@@ -78,6 +78,11 @@ SPATIAL = (
     "kd-hierarchical",
 )
 ALGORITHMS = TABLE_II + NEW_1D + MULTI_D + SPATIAL
+#: what ``histogram evaluate --two-d`` runs: Xiao et al.'s two, the default selection and
+#: every 2-D algorithm of select2d (its "kd-tree" / "cells" are "kdtree" / "cell" here)
+EVALUATE_2D = ev.KD_VS_CELL + tuple(
+    a for a in ("auto-2d", *ALGORITHMS_2D) if a not in {"kd-tree", "cells"}
+)
 RELEASE_WORKLOADS = ("range", "prefix", "identity")
 SLOT_S = 300.0
 
@@ -488,6 +493,24 @@ def _gammas(text: str | None) -> list[float | None]:
     return out
 
 
+def _run_2d_for(workload: str):
+    """The runner :func:`~mechanisms.histograms.evaluation.evaluate_2d` calls.
+
+    ``auto-2d`` = the default release for ``workload`` (:func:`release_2d`, clamped for
+    cells), any other name :func:`run_2d` with its paper defaults and the whole ε — as
+    bench/bench_histograms_2d.py runs them.
+    """
+
+    def run(name: str, x: np.ndarray, eps: float, boxes, rng) -> tuple[np.ndarray, int]:
+        if name == "auto-2d":
+            rel = release_2d(x, eps, workload=workload, boxes=boxes, rng=rng)
+        else:
+            rel = run_2d(name, x, eps, boxes=boxes, rng=rng)
+        return rel.estimate, len(rel.boxes) or int(x.size)
+
+    return run
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -495,23 +518,45 @@ def _evaluate(args: argparse.Namespace) -> int:
     epsilons = [check_positive("epsilon", float(e)) for e in args.epsilons.split(",")]
     if args.two_d:
         names = args.data or list(DPBENCH_2D)[:3]
+        if args.measure != "dpbench":
+            raise InvalidParameterError("--two-d measures with --measure dpbench only")
+        algorithms = args.algorithms.split(",") if args.algorithms else list(ev.KD_VS_CELL)
+        bad = [a for a in algorithms if a not in EVALUATE_2D]
+        if bad:
+            raise InvalidParameterError(
+                f"--two-d --algorithms must be among {','.join(EVALUATE_2D)}, "
+                f"not {','.join(bad)}"
+            )
+        workloads = (args.workloads or "rectangles").split(",")
+        bad = [w for w in workloads if w not in ev.WORKLOADS_2D_EVAL]
+        if bad:
+            raise InvalidParameterError(
+                f"--two-d --workloads must be among {','.join(ev.WORKLOADS_2D_EVAL)}, "
+                f"not {','.join(bad)}"
+            )
         cubes = dict(load_dataset(s, data_dir) for s in names)
         if any(c.ndim != 2 for c in cubes.values()):
             raise InvalidParameterError("--two-d needs 2-D data sets")
-        total = len(cubes) * len(epsilons) * 2 * args.trials
-        with tqdm(total=total, desc="kd-tree vs cell", disable=None) as bar:
-            rows = ev.evaluate_2d(
-                cubes,
-                epsilons,
-                trials=args.trials,
-                seed=args.seed,
-                scale=args.scale,
-                n_queries=args.queries,
-                xi0=args.xi0,
-                progress=bar.update,
-            )
+        total = len(cubes) * len(epsilons) * len(algorithms) * len(workloads) * args.trials
+        rows = []
+        with tqdm(total=total, desc="2-D evaluation", disable=None) as bar:
+            for w in workloads:
+                rows += ev.evaluate_2d(
+                    cubes,
+                    epsilons,
+                    trials=args.trials,
+                    seed=args.seed,
+                    scale=args.scale,
+                    n_queries=args.queries,
+                    xi0=args.xi0,
+                    progress=bar.update,
+                    algorithms=algorithms,
+                    runner=_run_2d_for(w),
+                    workload=w,
+                )
     else:
         algorithms = args.algorithms.split(",") if args.algorithms else list(TABLE_II)
+        workloads = (args.workloads or "small,large").split(",")
         for a in algorithms:
             if a not in NEW_1D:
                 parse_config(a)
@@ -523,7 +568,6 @@ def _evaluate(args: argparse.Namespace) -> int:
             if args.domain:
                 x = ev.coarsen(x, args.domain)
             datasets[name] = x
-        workloads = args.workloads.split(",")
         gammas = _gammas(args.gamma_in)
         total = len(datasets) * len(algorithms) * len(epsilons) * args.trials * len(gammas)
         rows = []
@@ -656,14 +700,17 @@ def build_parser() -> argparse.ArgumentParser:
         "-a",
         default=None,
         help=f"comma-separated, of {','.join(TABLE_II + NEW_1D)} "
-        f"(default all of Table II: {','.join(TABLE_II)})",
+        f"(default all of Table II: {','.join(TABLE_II)}); with --two-d of "
+        f"{','.join(EVALUATE_2D)} (default {','.join(ev.KD_VS_CELL)}; auto-2d = the "
+        "default release)",
     )
     e.add_argument("--epsilons", default="1,0.5,0.1", help="comma-separated ε values")
     e.add_argument(
         "--workloads",
         "-w",
-        default="small,large",
-        help="comma-separated: identity, prefix, small, large, random, allrange",
+        default=None,
+        help="comma-separated: identity, prefix, small, large, random, allrange (default "
+        "small,large); with --two-d: rectangles, identity (default rectangles)",
     )
     e.add_argument(
         "--measure",
@@ -699,7 +746,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="DAWA partition over all intervals (O(n²) candidates) instead of 2^k sizes",
     )
     e.add_argument("--queries", type=int, default=2000, help="queries per random workload")
-    e.add_argument("--two-d", action="store_true", help="kd-tree vs cell-based on 2-D data")
+    e.add_argument(
+        "--two-d",
+        action="store_true",
+        help="2-D data sets and algorithms (default: kd-tree vs cell-based, Xiao et al.)",
+    )
     e.add_argument(
         "--xi0",
         type=float,

@@ -19,6 +19,7 @@ The random workload and data generators take an ``rng`` (they are not privacy no
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,8 @@ __all__ = [
     "synthetic_shape",
     "evaluate_1d",
     "evaluate_2d",
+    "KD_VS_CELL",
+    "WORKLOADS_2D_EVAL",
 ]
 
 WORKLOADS = ("identity", "prefix", "small", "large", "random", "allrange")
@@ -383,6 +386,24 @@ def evaluate_1d(
     return rows
 
 
+#: the 2-D evaluation's own algorithms (Xiao et al. Alg. 1 and Alg. 2); any other name
+#: needs a ``runner`` (the CLI's: every algorithm of mechanisms.histograms.select2d)
+KD_VS_CELL = ("cell", "kdtree")
+#: workloads of the 2-D evaluation
+WORKLOADS_2D_EVAL = ("rectangles", "identity")
+
+
+def _alg_key(name: str) -> int:
+    """A stable noise-stream key per algorithm.
+
+    100 / 101 for cell / kd-tree (the seeds of every earlier report), a CRC of the name
+    for the others.
+    """
+    if name in KD_VS_CELL:
+        return 100 + KD_VS_CELL.index(name)
+    return 1000 + zlib.crc32(name.encode()) % 1_000_000
+
+
 def evaluate_2d(
     cubes: dict[str, np.ndarray],
     epsilons: tuple[float, ...] | list[float],
@@ -394,12 +415,34 @@ def evaluate_2d(
     xi0: float | None = None,
     xi1: float | None = None,
     progress: object = None,
+    algorithms: tuple[str, ...] | list[str] = KD_VS_CELL,
+    runner: object = None,
+    workload: str = "rectangles",
 ) -> list[ResultRow]:
-    """Cell-based (Alg. 1) vs two-step kd-tree (Alg. 2) on random rectangle queries."""
+    """2-D algorithms on random rectangles (or every cell), DPBench's error measure.
+
+    Cell-based (Xiao et al. Alg. 1, ``"cell"``) and the two-step kd-tree (Alg. 2,
+    ``"kdtree"``, thresholds ``xi0`` / ``xi1``) run here; every other name goes to
+    ``runner(name, x, epsilon, boxes, rng) -> (estimate, n_buckets)`` (``boxes`` None for
+    the identity workload). ``workload="identity"``: error ``‖x − x̂‖₂ / (n·scale)``
+    (every cell one query). Every trial's data and noise come from seeded streams: the
+    same data for every algorithm, each algorithm its own noise stream
+    (:func:`_alg_key`), so adding an algorithm leaves the others' figures unchanged.
+    """
     from time import perf_counter
 
     from mechanisms.histograms.kdtree import cell_based_release, kd_tree_release
 
+    if workload not in WORKLOADS_2D_EVAL:
+        raise InvalidParameterError(
+            f"2-D workload must be one of {', '.join(WORKLOADS_2D_EVAL)}, not {workload!r}"
+        )
+    unknown = [a for a in algorithms if a not in KD_VS_CELL and runner is None]
+    if unknown:
+        raise InvalidParameterError(
+            f"2-D algorithms without a runner must be among {', '.join(KD_VS_CELL)}, "
+            f"not {', '.join(unknown)}"
+        )
     rows: list[ResultRow] = []
     for d_i, (dname, cube) in enumerate(cubes.items()):
         cube = np.asarray(cube, np.float64)
@@ -409,18 +452,25 @@ def evaluate_2d(
             for t in range(trials)
         ]
         for e_i, eps in enumerate(epsilons):
-            for a_i, alg in enumerate(("cell", "kdtree")):
+            for alg in algorithms:
                 errs, nb = np.zeros(trials), np.zeros(trials)
                 t0 = perf_counter()
                 for t in range(trials):
-                    rng = _seq(seed, d_i, 100 + a_i, e_i, t)
+                    rng = _seq(seed, d_i, _alg_key(alg), e_i, t)
                     if alg == "cell":
                         est = cell_based_release(data[t], eps, rng=rng)
                         nb[t] = cube.size
-                    else:
+                    elif alg == "kdtree":
                         rel = kd_tree_release(data[t], eps, xi0=xi0, xi1=xi1, rng=rng)
                         est, nb[t] = rel.estimate, len(rel.boxes)
-                    errs[t] = scaled_error_boxes(data[t], est, boxes)
+                    else:
+                        q = None if workload == "identity" else boxes
+                        est, nb[t] = runner(alg, data[t], eps, q, rng)  # type: ignore[operator]
+                    if workload == "identity":
+                        x = data[t]
+                        errs[t] = float(np.linalg.norm(x - est) / (x.size * x.sum()))
+                    else:
+                        errs[t] = scaled_error_boxes(data[t], est, boxes)
                     if callable(progress):
                         progress()
                 rows.append(
@@ -428,7 +478,7 @@ def evaluate_2d(
                         dname,
                         alg,
                         float(eps),
-                        "rectangles",
+                        workload,
                         float(errs.mean()),
                         float(errs.std()),
                         float(np.median(errs)),
