@@ -425,7 +425,8 @@ def _plot(
 
     ncol = min(4, len(datasets))
     nrow = math.ceil(len(datasets) / ncol)
-    fig, axes = new_figure(3.2 * ncol, 2.6 * nrow, nrows=nrow, ncols=ncol, squeeze=False)
+    extra = 1.4 if len(algorithms) > 6 else 0.0  # room for the legend beside the panels
+    fig, axes = new_figure(3.2 * ncol + extra, 2.6 * nrow, nrows=nrow, ncols=ncol, squeeze=False)
     for i, d in enumerate(datasets):
         ax = axes[i // ncol][i % ncol]
         for j, a in enumerate(algorithms):
@@ -451,7 +452,11 @@ def _plot(
     for j in range(len(datasets), nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
     axes[0][0].set_ylabel("scaled error", fontsize=8)
-    axes[0][0].legend(fontsize=6, ncol=2)
+    if len(algorithms) <= 6:
+        axes[0][0].legend(fontsize=6, ncol=2)
+    else:  # many lines: the legend beside the panels, not over them
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=6, loc="outside right center", frameon=False)
     return fig
 
 
