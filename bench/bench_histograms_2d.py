@@ -130,7 +130,7 @@ def measure(
                         else:
                             est = run_2d(alg, x, eps, boxes=mw_boxes, rng=rng).estimate
                         if workload == "identity":
-                            errs.append(float(np.linalg.norm(x - est) / (x.size * x.sum())))
+                            errs.append(ev.scaled_error_cells(x, est))
                         else:
                             errs.append(ev.scaled_error_boxes(x, est, boxes))
                     cell[alg] = errs

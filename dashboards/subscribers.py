@@ -14,14 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from mechanisms.errors import ConfigError
 from occupancy import redis_layout as rl
 from readmodel.reader import follow, recent_entries
+
+log = logging.getLogger(__name__)
 
 
 def format_alert(alert: dict[str, Any], names: dict[str, str] | None = None) -> str:
@@ -139,5 +141,5 @@ def main(argv: list[str] | None = None) -> int:
         else:
             asyncio.run(_follow(args.redis_url, args, names))
     except KeyboardInterrupt:
-        print("alerts: stopped", file=sys.stderr)
+        log.info("alerts: stopped")
     return 0

@@ -51,7 +51,7 @@ from mechanisms.histograms.kdtree import (
     usefulness_accuracy,
 )
 from mechanisms.histograms.select import NEW_1D, auto_release, release_1d
-from mechanisms.histograms.select2d import ALGORITHMS_2D, release_2d, run_2d
+from mechanisms.histograms.select2d import ALGORITHMS_2D, release_2d
 from occupancy import redis_layout as rl
 from occupancy.buildings import load_site
 from occupancy.oracle import occupancy_oracle
@@ -507,13 +507,24 @@ def _run_2d_for(workload: str):
     """
 
     def run(name: str, x: np.ndarray, eps: float, boxes, rng) -> tuple[np.ndarray, int]:
-        if name == "auto-2d":
-            rel = release_2d(x, eps, workload=workload, boxes=boxes, rng=rng)
-        else:
-            rel = run_2d(name, x, eps, boxes=boxes, rng=rng)
+        algorithm = "auto" if name == "auto-2d" else name
+        rel = release_2d(x, eps, algorithm=algorithm, workload=workload, boxes=boxes, rng=rng)
         return rel.estimate, len(rel.boxes) or int(x.size)
 
     return run
+
+
+def _names_2d(
+    flag: str, text: str | None, default: tuple[str, ...], allowed: tuple[str, ...]
+) -> list[str]:
+    """A ``--two-d`` comma list (None: ``default``), every name among ``allowed``."""
+    names = text.split(",") if text else list(default)
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise InvalidParameterError(
+            f"--two-d --{flag} must be among {','.join(allowed)}, not {','.join(bad)}"
+        )
+    return names
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -525,20 +536,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         names = args.data or list(DPBENCH_2D)[:3]
         if args.measure != "dpbench":
             raise InvalidParameterError("--two-d measures with --measure dpbench only")
-        algorithms = args.algorithms.split(",") if args.algorithms else list(ev.KD_VS_CELL)
-        bad = [a for a in algorithms if a not in EVALUATE_2D]
-        if bad:
-            raise InvalidParameterError(
-                f"--two-d --algorithms must be among {','.join(EVALUATE_2D)}, "
-                f"not {','.join(bad)}"
-            )
-        workloads = (args.workloads or "rectangles").split(",")
-        bad = [w for w in workloads if w not in ev.WORKLOADS_2D_EVAL]
-        if bad:
-            raise InvalidParameterError(
-                f"--two-d --workloads must be among {','.join(ev.WORKLOADS_2D_EVAL)}, "
-                f"not {','.join(bad)}"
-            )
+        algorithms = _names_2d("algorithms", args.algorithms, ev.KD_VS_CELL, EVALUATE_2D)
+        workloads = _names_2d("workloads", args.workloads, ("rectangles",), ev.WORKLOADS_2D_EVAL)
         cubes = dict(load_dataset(s, data_dir) for s in names)
         if any(c.ndim != 2 for c in cubes.values()):
             raise InvalidParameterError("--two-d needs 2-D data sets")

@@ -20,6 +20,7 @@ The random workload and data generators take an ``rng`` (they are not privacy no
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,7 @@ __all__ = [
     "random_boxes",
     "answer_boxes",
     "scaled_error_boxes",
+    "scaled_error_cells",
     "seeded_rngs",
     "WORKLOADS",
     "ResultRow",
@@ -230,6 +232,15 @@ def scaled_error_boxes(cube: np.ndarray, estimate: np.ndarray, boxes: np.ndarray
     return float(np.linalg.norm(diff) / (len(boxes) * scale))
 
 
+def scaled_error_cells(cube: np.ndarray, estimate: np.ndarray) -> float:
+    """Scaled average per-query L2 error of the identity workload on a cube of any shape.
+
+    ``‖x − x̂‖₂ / (n · ‖x‖₁)``: every cell one query.
+    """
+    x = np.asarray(cube, np.float64)
+    return float(np.linalg.norm(x - estimate) / (x.size * x.sum()))
+
+
 def seeded_rngs(seed: int, n: int) -> list[np.random.Generator]:
     """``n`` independent generators derived from ``seed`` (reproducible trials)."""
     return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(n)]
@@ -416,7 +427,7 @@ def evaluate_2d(
     xi1: float | None = None,
     progress: object = None,
     algorithms: tuple[str, ...] | list[str] = KD_VS_CELL,
-    runner: object = None,
+    runner: Callable[..., tuple[np.ndarray, float]] | None = None,
     workload: str = "rectangles",
 ) -> list[ResultRow]:
     """2-D algorithms on random rectangles (or every cell), DPBench's error measure.
@@ -437,7 +448,7 @@ def evaluate_2d(
         raise InvalidParameterError(
             f"2-D workload must be one of {', '.join(WORKLOADS_2D_EVAL)}, not {workload!r}"
         )
-    unknown = [a for a in algorithms if a not in KD_VS_CELL and runner is None]
+    unknown = [a for a in algorithms if a not in KD_VS_CELL] if runner is None else []
     if unknown:
         raise InvalidParameterError(
             f"2-D algorithms without a runner must be among {', '.join(KD_VS_CELL)}, "
@@ -465,10 +476,9 @@ def evaluate_2d(
                         est, nb[t] = rel.estimate, len(rel.boxes)
                     else:
                         q = None if workload == "identity" else boxes
-                        est, nb[t] = runner(alg, data[t], eps, q, rng)  # type: ignore[operator]
+                        est, nb[t] = runner(alg, data[t], eps, q, rng)
                     if workload == "identity":
-                        x = data[t]
-                        errs[t] = float(np.linalg.norm(x - est) / (x.size * x.sum()))
+                        errs[t] = scaled_error_cells(data[t], est)
                     else:
                         errs[t] = scaled_error_boxes(data[t], est, boxes)
                     if callable(progress):
