@@ -333,9 +333,10 @@ def _release(args: argparse.Namespace) -> int:
     out_path.write_text(text + "\n")
     if args.redis_url:
         _to_redis(args.redis_url, day, algo, text, ledger)
-    print(
-        f"released {algo} (ε={eps:g}, {n_bins} bins) for {day} → {out_path}"
-        + (f" and Redis {args.redis_url}" if args.redis_url else "")
+    log.info(
+        "released %s (ε=%g, %d bins) for %s → %s%s",
+        algo, eps, n_bins, day, out_path,
+        f" and Redis {args.redis_url}" if args.redis_url else "",
     )
     return 0
 
@@ -596,8 +597,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                     part = [replace(r, algorithm=f"{r.algorithm} γ={g:g}") for r in part]
                 rows += part
     path = write_report(rows, Path(args.out), "DP histogram evaluation", args.format)
-    print(f"wrote {path} and {Path(args.out) / 'results.json'}")
-    if args.format == "md":
+    log.info("wrote %s and %s", path, Path(args.out) / "results.json")
+    if args.format == "md":  # the report table is the command's output
         print(path.read_text())
     return 0
 
