@@ -1,7 +1,9 @@
 """Dashboard benchmarks (issue 6).
 
 * **SSE fan-out**: N concurrent ``/api/events`` subscribers (500; 100 with --quick) on a
-  dashboard running in its own process over the real Redis; a new tick is written to
+  dashboard running in its own process over the real Redis, started with
+  ``--max-sse-clients N`` (the default cap, ``hardening.MAX_SSE_CLIENTS`` = 200, would
+  answer the rest 503 — the figure is what a raised cap costs); a new tick is written to
   Redis, then ``occ:updates`` is published; latency = publish → the tick's event (a
   full snapshot of the building) fully received by a subscriber. p50/p95/max over
   all subscribers × repeats; ratio vs the same measurement with a single subscriber.
@@ -41,10 +43,11 @@ def _pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
 
 
-def _start_dashboard(redis_url: str, port: int) -> subprocess.Popen[bytes]:
+def _start_dashboard(redis_url: str, port: int, max_sse_clients: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ, OCCUSTREAM_ADMIN_TOKEN=ADMIN, OCCUSTREAM_ANALYST_TOKEN=ANALYST)
     proc = subprocess.Popen([sys.executable, "-m", "occustream.cli", "dashboard", "--building",
-                             BUILDING, "--redis-url", redis_url, "--port", str(port)],
+                             BUILDING, "--redis-url", redis_url, "--port", str(port),
+                             "--max-sse-clients", str(max_sse_clients)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
@@ -65,11 +68,16 @@ async def _fanout(base: str, redis_url: str, site: Any, n_subs: int, repeats: in
     arrivals: dict[int, list[float]] = {}
     hello = asyncio.Event()
     connected = 0
+    refused: list[str] = []
 
     async def subscriber(session: aiohttp.ClientSession) -> None:
         nonlocal connected
         url = f"{base}/api/events?mech=laplace&access_token={ANALYST}"
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            if resp.status != 200:  # e.g. 503 past the server's SSE cap: say so, not a timeout
+                refused.append(f"{resp.status} {(await resp.text())[:200]}")
+                hello.set()
+                return
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk
@@ -90,7 +98,12 @@ async def _fanout(base: str, redis_url: str, site: Any, n_subs: int, repeats: in
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=conn) as session:
         tasks = [asyncio.create_task(subscriber(session)) for _ in range(n_subs)]
-        await asyncio.wait_for(hello.wait(), 60)
+        try:
+            await asyncio.wait_for(hello.wait(), 60)
+        except TimeoutError:
+            raise RuntimeError(f"only {connected}/{n_subs} subscribers connected in 60 s") from None
+        if refused:
+            raise RuntimeError(f"{len(refused)}/{n_subs} subscribers refused: {refused[0]}")
         lat: list[float] = []
         rng = np.random.default_rng(1)
         for r in range(repeats):
@@ -171,7 +184,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         pipe.execute()
         client.close()
         port = free_port()
-        proc = _start_dashboard(url, port)
+        proc = _start_dashboard(url, port, n_subs + 1)
         base = f"http://127.0.0.1:{port}"
         try:
             first = int(w["ticks"][-1]) + 300
@@ -185,6 +198,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             proc.wait(10)
     out.update({
         "sse_subscribers": n_subs,
+        "sse_client_cap": n_subs + 1,
         "sse_repeats": repeats,
         "sse_latency_p50_ms": round(_pct(many, 50), 1),
         "sse_latency_p95_ms": round(_pct(many, 95), 1),
