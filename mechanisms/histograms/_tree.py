@@ -26,7 +26,8 @@ from mechanisms.errors import InvalidParameterError, check_positive
 from mechanisms.histograms._noise import laplace_noise
 
 __all__ = [
-    "Tree", "split_sizes", "build_tree", "sensitivity", "measure", "least_squares", "prune"
+    "Tree", "split_sizes", "build_tree", "uniform_tree", "sensitivity", "measure", "least_squares",
+    "prune",
 ]
 
 
@@ -86,6 +87,17 @@ def build_tree(n: int, branch: int) -> Tree:
     add(0, n, 0)
     t.weight = np.zeros(t.size)
     return t
+
+
+def uniform_tree(n: int, branch: int = 2) -> Tree:
+    """H_b over n cells (Hay et al. VLDB 2010): every node, the root too, with weight 1.
+
+    The workload-blind strategy DAWA falls back to when its buckets are too many for a
+    dense workload Gram (:data:`~mechanisms.histograms.greedyh.GRAM_MAX`).
+    """
+    tree = build_tree(n, branch)
+    tree.weight = np.ones(tree.size)
+    return tree
 
 
 def sensitivity(tree: Tree) -> float:

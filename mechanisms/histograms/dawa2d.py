@@ -218,8 +218,7 @@ def _measure_buckets(
     """
     k = len(sums_true)
     if part == "hierarchy":
-        tree = _tree.build_tree(k, 2)
-        tree.weight = np.ones(len(tree.lo))
+        tree = _tree.uniform_tree(k)
     else:
         w = reduced_box_workload(labels, sizes, np.asarray(boxes))
         gram = w.T @ w

@@ -40,6 +40,7 @@ from mechanisms.histograms._noise import resolve_rng
 
 __all__ = [
     "GRANULARITY",
+    "GRAM_MAX",
     "range_gram",
     "reduce_gram",
     "reduced_range_gram",
@@ -50,6 +51,10 @@ __all__ = [
 
 #: grid size for the node's budget share p (reference: 100)
 GRANULARITY = 100
+#: the most cells (or buckets) whose dense Gram GreedyH builds: 8,192² floats are 0.5 GiB
+#: a copy; past it DAWA measures its buckets with the uniform binary hierarchy
+#: (:func:`~mechanisms.histograms._tree.uniform_tree`) and GreedyH alone refuses
+GRAM_MAX = 8192
 
 #: workload-only (public) artefacts: Gram matrices, their prefix sums, GreedyH trees
 _GRAM_CACHE: OrderedDict[tuple, object] = OrderedDict()
@@ -104,42 +109,73 @@ def _cached(key: tuple, make: object) -> object:
     return val
 
 
-def _prefix2d(gram: np.ndarray) -> np.ndarray:
-    n = gram.shape[0]
+def reduce_gram(gram: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Gram matrix over contiguous buckets (DAWA §4): ``P̄ᵀ G P̄``, P̄ = bucket averaging.
+
+    Block sums from the 2-D prefix sums of ``gram`` (any workload's; for ranges
+    :func:`reduced_range_gram` never forms the n × n Gram).
+    """
+    g = np.asarray(gram, np.float64)
+    n = g.shape[0]
     cg = np.zeros((n + 1, n + 1))
-    cg[1:, 1:] = gram.cumsum(axis=0).cumsum(axis=1)
-    return cg
-
-
-def _reduce_with(cg: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    n = cg.shape[0] - 1
+    cg[1:, 1:] = g.cumsum(axis=0).cumsum(axis=1)
     s_ = np.asarray(starts, np.int64)
     e_ = np.concatenate((s_[1:], [n]))
     sizes = (e_ - s_).astype(np.float64)
-    if len(s_) == n:  # all singletons: the Gram matrix itself
-        return cg[1:, 1:] - cg[:-1, 1:] - cg[1:, :-1] + cg[:-1, :-1]
     rows = cg[e_] - cg[s_]
     r = rows[:, e_] - rows[:, s_]
     return r / np.outer(sizes, sizes)
 
 
-def reduce_gram(gram: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Gram matrix over contiguous buckets (DAWA §4): ``P̄ᵀ G P̄``, P̄ = bucket averaging.
-
-    Block sums from the 2-D prefix sums of ``gram``.
-    """
-    return _reduce_with(_prefix2d(np.asarray(gram, np.float64)), starts)
-
-
 def reduced_range_gram(
     n: int, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray
 ) -> np.ndarray:
-    """:func:`reduce_gram` of :func:`range_gram` with the prefix sums cached: O(k²) a call."""
+    """``W̄ᵀW̄`` of the range queries ``[lo, hi)`` reduced to contiguous buckets (DAWA §4).
+
+    ``W̄[q, b] = |[lo_q, hi_q) ∩ B_b| / |B_b|``: a query covers a run of whole buckets
+    (weight 1) and at most two partial end buckets, so the k × k Gram is the range Gram
+    of the runs (:func:`range_gram` over the bucket ids) plus each query's end terms,
+    added through a difference array — O(k² + q + n) time and memory. (Reducing the
+    n × n Gram, :func:`reduce_gram`, needs 32 GiB at n = 65,536.) At most
+    :data:`GRAM_MAX` buckets.
+    """
     lo = np.asarray(lo, np.int64)
     hi = np.asarray(hi, np.int64)
-    key = ("prefix", n, lo.tobytes(), hi.tobytes())
-    cg = _cached(key, lambda: _prefix2d(range_gram(n, lo, hi)))
-    return _reduce_with(cg, starts)  # type: ignore[arg-type]
+    s_ = np.asarray(starts, np.int64)
+    if np.any(lo < 0) or np.any(hi > n) or np.any(lo >= hi):
+        raise InvalidParameterError("ranges must satisfy 0 <= lo < hi <= n")
+    k = len(s_)
+    if k > GRAM_MAX:
+        raise InvalidParameterError(
+            f"{k} buckets: the dense k x k workload Gram is built for at most {GRAM_MAX}"
+        )
+    e_ = np.append(s_[1:], n)
+    size = (e_ - s_).astype(np.float64)
+    bl = np.searchsorted(s_, lo, side="right") - 1  # bucket of the first cell
+    bh = np.searchsorted(s_, hi - 1, side="right") - 1  # bucket of the last cell
+    one = bl == bh
+    alpha = np.where(one, hi - lo, e_[bl] - lo) / size[bl]
+    beta = np.where(one, 0.0, (hi - s_[bh]) / size[bh])
+    run = bh > bl + 1  # queries with whole buckets strictly between their ends
+    a, b = bl[run] + 1, bh[run]
+    g = _range_gram(k, a, b) if run.any() else np.zeros((k, k))
+    # end bucket × run: row bl gets α over the run's columns, row bh gets β
+    diff = np.zeros((k, k + 1))
+    for rows, w in ((bl[run], alpha[run]), (bh[run], beta[run])):
+        np.add.at(diff, (rows, a), w)
+        np.add.at(diff, (rows, b), -w)
+    cross = np.cumsum(diff, axis=1)[:, :k]
+    del diff
+    g += cross
+    g += cross.T
+    del cross
+    # end × end
+    np.add.at(g, (bl, bl), alpha**2)
+    two = ~one
+    np.add.at(g, (bh[two], bh[two]), beta[two] ** 2)
+    np.add.at(g, (bl[two], bh[two]), alpha[two] * beta[two])
+    np.add.at(g, (bh[two], bl[two]), alpha[two] * beta[two])
+    return g
 
 
 def greedyh_tree(gram: np.ndarray, branch: int = 2) -> _tree.Tree:
@@ -236,6 +272,11 @@ def greedyh_release(
     if gram is not None:
         tree = greedyh_tree(gram)
     else:
+        if n > GRAM_MAX:
+            raise InvalidParameterError(
+                f"GreedyH builds the {n} x {n} workload Gram; at most {GRAM_MAX} cells "
+                "(use HB, Privelet or HDMM on larger domains)"
+            )
         if workload is None:
             workload = (np.arange(n), np.arange(1, n + 1))
         lo, hi = (np.asarray(v, np.int64) for v in workload)

@@ -45,7 +45,7 @@ from mechanisms.histograms._noise import laplace_noise, noisy_values, resolve_rn
 from mechanisms.histograms.ahp import AHP_RATIO, ahp_cluster, ahp_threshold_published
 from mechanisms.histograms.bin_error import FORMULAS
 from mechanisms.histograms.bins import Partition, identity_order, sort_order
-from mechanisms.histograms.greedyh import greedyh_tree, reduced_range_gram
+from mechanisms.histograms.greedyh import GRAM_MAX, greedyh_tree, reduced_range_gram
 from mechanisms.histograms.hdmm import hdmm_release
 
 __all__ = [
@@ -395,6 +395,15 @@ def run_config(
                 np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete
             )
             params["greedyh_nodes"] = k
+        elif len(bucket_sums) > GRAM_MAX:
+            # too many buckets for the dense k × k Gram GreedyH and HDMM read (dense data
+            # on a large domain): the uniform binary hierarchy over the buckets instead
+            # (Hay et al. 2010; as dawa2d_release does) — a departure from DAWA, named in
+            # the release's parameters
+            tree = _tree.uniform_tree(len(bucket_sums))
+            noisy = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
+            sums = _tree.least_squares(tree, noisy, eps_f)
+            params["measurement"] = "hierarchy"
         else:
             gram = reduced_range_gram(n, *workload, starts)
             if cfg.measurement == "hdmm" and not discrete:

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mechanisms.errors import InvalidParameterError
 from mechanisms.histograms import _tree, parse_config, run_config
 from mechanisms.histograms import finalizers as fin
 from mechanisms.histograms import sortaki as sk
 from mechanisms.histograms.ahp import ahp_cluster
 from mechanisms.histograms.greedyh import (
+    GRAM_MAX,
     greedyh_release,
     greedyh_tree,
     range_gram,
@@ -108,6 +110,62 @@ def test_range_gram_and_bucket_reduction_are_exact() -> None:
         pbar[s:e, j] = 1.0 / (e - s)
     assert np.allclose(reduce_gram(w.T @ w, starts), pbar.T @ w.T @ w @ pbar)
     assert np.allclose(reduced_range_gram(n, lo, hi, starts), pbar.T @ w.T @ w @ pbar)
+
+
+def _reduced_dense(n: int, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """W̄ written out bucket by bucket (overlap / size), never the n-cell matrix."""
+    ends = np.append(starts[1:], n)
+    over = np.clip(np.minimum(hi[:, None], ends) - np.maximum(lo[:, None], starts), 0, None)
+    wbar = over / (ends - starts)
+    return wbar.T @ wbar
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reduced_range_gram_covers_every_query_shape(seed: int) -> None:
+    """Queries inside one bucket, over two adjacent ones, over runs; singleton buckets."""
+    r = np.random.default_rng(seed)
+    n = 200
+    starts = np.concatenate(([0], np.sort(r.choice(np.arange(1, n), 30, replace=False))))
+    lo, hi = _ranges(n, 400, seed)
+    short = r.integers(0, n - 3, 100)  # many ranges of 1-3 cells: within or across one edge
+    lo = np.concatenate((lo, short))
+    hi = np.concatenate((hi, short + r.integers(1, 4, 100)))
+    assert np.allclose(reduced_range_gram(n, lo, hi, starts), _reduced_dense(n, lo, hi, starts))
+    single = np.arange(n)
+    assert np.allclose(reduced_range_gram(n, lo, hi, single), range_gram(n, lo, hi))
+
+
+def test_reduced_range_gram_never_forms_the_cells_gram() -> None:
+    """A million cells in 50 buckets: k × k work (the n × n Gram would need 8 TiB)."""
+    n = 1 << 20
+    r = np.random.default_rng(5)
+    starts = np.concatenate(([0], np.sort(r.choice(np.arange(1, n), 49, replace=False))))
+    lo, hi = _ranges(n, 2000, 5)
+    assert np.allclose(reduced_range_gram(n, lo, hi, starts), _reduced_dense(n, lo, hi, starts))
+    with pytest.raises(InvalidParameterError, match="buckets"):
+        reduced_range_gram(n, lo, hi, np.arange(GRAM_MAX + 1))
+
+
+def test_greedyh_alone_refuses_a_domain_past_its_dense_gram() -> None:
+    with pytest.raises(InvalidParameterError, match=r"at most 8192 cells \(use HB"):
+        greedyh_release(np.ones(GRAM_MAX + 1), 1.0, (np.array([0]), np.array([5])))
+
+
+def test_dawa_measures_too_many_buckets_with_the_uniform_hierarchy() -> None:
+    """Dense data at a high ε on 16,384 cells: the partition keeps > GRAM_MAX buckets, the
+    release still comes (no k × k Gram) and says how it measured; few buckets → GreedyH."""
+    n = 2 * GRAM_MAX
+    r = np.random.default_rng(9)
+    x = r.poisson(1000.0, n).astype(float)
+    lo, hi = _ranges(n, 2000, 9)
+    rel = run_config(parse_config("DAWA"), x, 50.0, workload=(lo, hi), rng=r)
+    assert rel.n_bins > GRAM_MAX
+    assert rel.params["measurement"] == "hierarchy"
+    # the fallback is still an estimate of x: the bucket sums at noise ~ levels/ε_f each
+    assert np.abs(rel.estimate.sum() - x.sum()) < 0.01 * x.sum()
+    flat = run_config(parse_config("DAWA"), np.full(n, 1000.0), 1.0, workload=(lo, hi), rng=r)
+    assert flat.n_bins <= GRAM_MAX and "measurement" not in flat.params
+    assert flat.params["greedyh_nodes"] >= 1
 
 
 @pytest.mark.parametrize("seed", range(3))
