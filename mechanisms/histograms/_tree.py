@@ -92,8 +92,8 @@ def build_tree(n: int, branch: int) -> Tree:
 def uniform_tree(n: int, branch: int = 2) -> Tree:
     """H_b over n cells (Hay et al. VLDB 2010): every node, the root too, with weight 1.
 
-    The workload-blind strategy DAWA falls back to when its buckets are too many for a
-    dense workload Gram (:data:`~mechanisms.histograms.greedyh.GRAM_MAX`).
+    The workload-blind strategy DAWA-2D falls back to when its buckets are too many for
+    a dense workload Gram (:data:`~mechanisms.histograms.dawa2d.GRAM_MAX`).
     """
     tree = build_tree(n, branch)
     tree.weight = np.ones(tree.size)

@@ -52,8 +52,8 @@ __all__ = [
 #: grid size for the node's budget share p (reference: 100)
 GRANULARITY = 100
 #: the most cells (or buckets) whose dense Gram GreedyH builds: 8,192² floats are 0.5 GiB
-#: a copy; past it DAWA measures its buckets with the uniform binary hierarchy
-#: (:func:`~mechanisms.histograms._tree.uniform_tree`) and GreedyH alone refuses
+#: a copy; past it DAWA measures its buckets in blocks
+#: (:data:`~mechanisms.histograms.sortaki.DAWA_BLOCK`) and GreedyH alone refuses
 GRAM_MAX = 8192
 
 #: workload-only (public) artefacts: Gram matrices, their prefix sums, GreedyH trees

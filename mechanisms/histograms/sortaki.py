@@ -81,6 +81,11 @@ DAWA_PARTITION_SHARE = 0.25
 #: the lean DAWA variant's partition share (``DAWA10``: not a published configuration —
 #: a candidate of the default release, measured in docs/histograms-1d.md "DAWA10")
 LEAN_DAWA_PARTITION_SHARE = 0.10
+#: buckets per block when DAWA's partition keeps more than
+#: :data:`~mechanisms.histograms.greedyh.GRAM_MAX` (:func:`_measure_bucket_blocks`; block
+#: sizes 256–8,192 measured alike on RANDOM-64K, the cost grows as the block squared:
+#: docs/histograms-1d.md "Large domains")
+DAWA_BLOCK = 1024
 
 
 @dataclass(frozen=True)
@@ -395,29 +400,18 @@ def run_config(
                 np.full(k, 1.0 / eps_f), k, rng=gen, discrete=discrete
             )
             params["greedyh_nodes"] = k
-        elif len(bucket_sums) > GRAM_MAX:
-            # too many buckets for the dense k × k Gram GreedyH and HDMM read (dense data
-            # on a large domain): the uniform binary hierarchy over the buckets instead
-            # (Hay et al. 2010; as dawa2d_release does) — a departure from DAWA, named in
-            # the release's parameters
-            tree = _tree.uniform_tree(len(bucket_sums))
-            noisy = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
-            sums = _tree.least_squares(tree, noisy, eps_f)
-            params["measurement"] = "hierarchy"
         else:
-            gram = reduced_range_gram(n, *workload, starts)
-            if cfg.measurement == "hdmm" and not discrete:
-                # McKenna et al. 2018 §5–6 on the reduced workload W̄ (its Gram is public
-                # given the partition): the strategy's columns have L1 norm 1, so the
-                # measurement is ε_f-DP like GreedyH's; continuous Laplace (HDMM's weights
-                # are not integers), so a discrete release measures with GreedyH (as
-                # dawa2d_release does)
-                sums = hdmm_release(bucket_sums, eps_f, gram=gram, rng=gen)
-            else:
-                tree = greedyh_tree(gram)
-                noisy = _tree.measure(bucket_sums, tree, eps_f, rng=gen, discrete=discrete)
-                sums = _tree.least_squares(tree, noisy, eps_f)
-                params["greedyh_nodes"] = int(np.count_nonzero(tree.weight))
+            # past GRAM_MAX buckets the dense k × k Gram does not fit: the buckets are cut
+            # into contiguous blocks of about DAWA_BLOCK, each measured alone for the
+            # queries clipped to it (a departure from DAWA, named in the parameters)
+            sums, nodes, blocks = _measure_bucket_blocks(
+                bucket_sums, n, workload, starts, eps_f,
+                cfg.measurement == "hdmm" and not discrete, gen, discrete,
+            )
+            if nodes is not None:
+                params["greedyh_nodes"] = nodes
+            if blocks > 1:
+                params["measurement_blocks"] = blocks
         est = fin.ahp_finalize(partition, sums)
     else:
         sums = fin.measure_bin_sums(flat, partition, eps_f, rng=gen, discrete=discrete)
@@ -429,6 +423,54 @@ def run_config(
     return HistogramRelease(
         cfg.name, est.reshape(shape), epsilon, eps_in, eps_p, eps_f, partition, params
     )
+
+
+def _measure_bucket_blocks(
+    bucket_sums: np.ndarray,
+    n: int,
+    workload: tuple[np.ndarray, np.ndarray],
+    starts: np.ndarray,
+    eps_f: float,
+    hdmm: bool,
+    gen: np.random.Generator,
+    discrete: bool,
+) -> tuple[np.ndarray, int | None, int]:
+    """NOISE DRAWING (ε_f charged by the caller): DAWA's measurement of its bucket sums.
+
+    GreedyH (§4–5) — or, with ``hdmm``, HDMM (McKenna et al. 2018 §5–6 on the reduced
+    workload W̄, whose Gram is public once the partition is; the strategy's columns have
+    L1 norm 1, so ε_f-DP like GreedyH's; continuous Laplace, HDMM's weights are not
+    integers, so a discrete release measures with GreedyH as dawa2d_release does) — on
+    the range workload reduced to the buckets. Up to
+    :data:`~mechanisms.histograms.greedyh.GRAM_MAX` buckets that is one strategy, as
+    published; past it (its dense k × k Gram would not fit) the buckets are cut into
+    ``⌈k / DAWA_BLOCK⌉`` near-equal contiguous blocks, each measured with its own
+    strategy for the queries clipped to its cells — a departure from DAWA, named in the
+    release's parameters. The blocks are disjoint, so one record moves the sums of one
+    block only: ε_f-DP in all (parallel composition). Returns the least-squares sums,
+    GreedyH's node count (None: HDMM) and the number of blocks.
+    """
+    k = len(bucket_sums)
+    lo, hi = (np.asarray(v, np.int64) for v in workload)
+    s_ = np.asarray(starts, np.int64)
+    blocks = -(-k // DAWA_BLOCK) if k > GRAM_MAX else 1
+    cuts = np.linspace(0, k, blocks + 1).round().astype(np.int64)
+    out = np.empty(k)
+    nodes = 0
+    for b0, b1 in zip(cuts[:-1], cuts[1:], strict=True):
+        c0 = int(s_[b0])
+        c1 = int(s_[b1]) if b1 < k else n
+        qlo, qhi = np.maximum(lo, c0) - c0, np.minimum(hi, c1) - c0
+        keep = qlo < qhi
+        gram = reduced_range_gram(c1 - c0, qlo[keep], qhi[keep], s_[b0:b1] - c0)
+        if hdmm:
+            out[b0:b1] = hdmm_release(bucket_sums[b0:b1], eps_f, gram=gram, rng=gen)
+            continue
+        tree = greedyh_tree(gram)
+        noisy = _tree.measure(bucket_sums[b0:b1], tree, eps_f, rng=gen, discrete=discrete)
+        out[b0:b1] = _tree.least_squares(tree, noisy, eps_f)
+        nodes += int(np.count_nonzero(tree.weight))
+    return out, (None if hdmm else nodes), blocks
 
 
 def release_histogram(
