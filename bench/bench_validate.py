@@ -25,8 +25,15 @@ def run(quick: bool = False, base: str = "5c02db1") -> dict[str, object]:
     from occupancy import schema as new
     from simulator import simulate
 
-    src = subprocess.run(["git", "show", f"{base}:occupancy/schema.py"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    # the module was streams/schema.py until the layering of issue 13 (61d4f9a)
+    for where in ("occupancy/schema.py", "streams/schema.py"):
+        got = subprocess.run(["git", "show", f"{base}:{where}"], cwd=ROOT,
+                             capture_output=True, text=True)
+        if got.returncode == 0:
+            break
+    else:
+        raise RuntimeError(f"no schema module at {base}: {got.stderr.strip()}")
+    src = got.stdout
     path = Path(tempfile.mkdtemp()) / "schema_old.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("schema_old", path)
