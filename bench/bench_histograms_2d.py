@@ -60,7 +60,7 @@ CANDIDATES = (
 )
 #: the project's own variants, measured and reported but never the reference: the best
 #: is taken over the published CANDIDATES only
-OWN = ("DAWA-2D-aligned", "DAWA-2D-boxes")
+OWN = ("DAWA-2D-aligned", "DAWA-2D-boxes", "DAWA-2D-borders")
 N_QUERIES = 2000
 #: the tail check: every rectangles cell whose default/best ratio exceeds TAIL_FROM over
 #: the 5 trials is measured again with TAIL_TRIALS trials (the first 5 the same)

@@ -74,6 +74,7 @@ SPATIAL = (
     "DAWA-2D",
     "DAWA-2D-aligned",
     "DAWA-2D-boxes",
+    "DAWA-2D-borders",
     "AHP-2D",
     "kd-hierarchical",
 )
@@ -629,7 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10, "
         "DAWA-aligned, DAWA10-aligned, DAWA-HDMM, DAWA10-HDMM, "
         "kdtree, cell, a 2-D algorithm (AG, UG, QuadTree, HB-2D, Privelet-2D, DAWA-2D, "
-        "DAWA-2D-aligned, DAWA-2D-boxes, AHP-2D, kd-hierarchical, auto-2d = DAWA-2D-boxes for "
+        "DAWA-2D-aligned, DAWA-2D-boxes, DAWA-2D-borders, AHP-2D, kd-hierarchical, "
+        "auto-2d = DAWA-2D-borders for "
         "rectangles, DAWA-2D-aligned for cells), or auto: chosen "
         "from public facts and two DP estimates (scale, spread), then projected onto "
         "non-negative counts in the workload's norm (never worse for cell, prefix or "

@@ -51,13 +51,19 @@ __all__ = [
 ]
 
 #: the ``partition`` choices of :func:`dawa2d_release` and the algorithm each one names
-PARTITIONS = {"curve": "DAWA-2D", "aligned": "DAWA-2D-aligned", "boxes": "DAWA-2D-boxes"}
+PARTITIONS = {
+    "curve": "DAWA-2D",
+    "aligned": "DAWA-2D-aligned",
+    "boxes": "DAWA-2D-boxes",
+    "borders": "DAWA-2D-borders",
+}
 #: the named algorithms: (``partition``, ``measurement``) — DPBench's DAWA-2D and the
 #: project's variants (the rectangles partition is measured with HDMM: docs/histograms-2d.md)
 ALGORITHMS = {
     "DAWA-2D": ("curve", "greedyh"),
     "DAWA-2D-aligned": ("aligned", "greedyh"),
     "DAWA-2D-boxes": ("boxes", "hdmm"),
+    "DAWA-2D-borders": ("borders", "hdmm"),
 }
 
 #: most buckets whose k × k Gram GreedyH is run on (16,384² doubles = 2 GB; dense data
@@ -165,8 +171,8 @@ def dawa2d_release(
     eps_p = share * epsilon
     eps_f = epsilon - eps_p
     charge(acct, eps_p, mechanism="dawa2d:partition", n_values=1, discrete=False)
-    if partition == "boxes":
-        labels = box_partition(padded, eps_p, eps_f, rng=gen)
+    if partition in {"boxes", "borders"}:
+        labels = box_partition(padded, eps_p, eps_f, borders=partition == "borders", rng=gen)
     else:
         order = hilbert_order(side)
         starts = dawa_partition(

@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from mechanisms.errors import InvalidParameterError, check_positive
-from mechanisms.histograms._noise import laplace_noise
+from mechanisms.histograms._noise import child_stream, laplace_noise, resolve_rng
 
-__all__ = ["block_deviation", "box_partition"]
+__all__ = ["CORNERS", "block_deviation", "box_partition"]
 
 
 def _log2_side(size: int, what: str) -> int:
@@ -50,17 +50,132 @@ def _log2_side(size: int, what: str) -> int:
     return size.bit_length() - 1
 
 
-def block_deviation(x: np.ndarray, a: int, b: int) -> np.ndarray:
+def block_deviation(
+    x: np.ndarray, a: int, b: int, real: np.ndarray | None = None
+) -> np.ndarray:
     """L1 deviation from the mean of every aligned ``2^a × 2^b`` block of ``x``.
 
     Returns an array of shape ``(H / 2^a, W / 2^b)``: entry (i, j) is
-    ``Σ |x_c − mean|`` over the block's cells.
+    ``Σ |x_c − mean|`` over the block's cells. ``real``: a 0/1 mask of the cells that
+    exist (None: all); padding cells then count neither in the mean nor in the sum, so
+    a bucket that runs into public padding is not charged for it (a block of padding
+    only has deviation 0). Over r real cells one record moved by one cell still changes
+    the deviation by at most ``2·(1 − 1/r) ≤ 2·(1 − 1/|block|)``.
     """
     x = np.asarray(x, np.float64)
     h, w = x.shape
     blocks = x.reshape(h >> a, 1 << a, w >> b, 1 << b)
-    mean = blocks.mean(axis=(1, 3), keepdims=True)
-    return np.abs(blocks - mean).sum(axis=(1, 3))
+    if real is None:
+        mean = blocks.mean(axis=(1, 3), keepdims=True)
+        return np.abs(blocks - mean).sum(axis=(1, 3))
+    m = np.asarray(real, np.float64).reshape(blocks.shape)
+    n = m.sum(axis=(1, 3), keepdims=True)
+    mean = (blocks * m).sum(axis=(1, 3), keepdims=True) / np.maximum(n, 1.0)
+    return (m * np.abs(blocks - mean)).sum(axis=(1, 3))
+
+
+def _guillotine(
+    x: np.ndarray,
+    eps_p: float,
+    pen: float,
+    rng: np.random.Generator | None,
+    real: np.ndarray | None = None,
+) -> tuple[float, dict[tuple[int, int], np.ndarray]]:
+    """NOISE DRAWING — the least noisy cost of a guillotine partition of ``x`` and its choices.
+
+    ``x``'s sides are powers of two. Returns the root's cost and, per (a, b), the choice
+    of every ``2^a × 2^b`` block: 0 bucket, 1 halve rows, 2 halve columns.
+    """
+    la = _log2_side(x.shape[0], "the number of rows")
+    lb = _log2_side(x.shape[1], "the number of columns")
+    best: dict[tuple[int, int], np.ndarray] = {}
+    choice: dict[tuple[int, int], np.ndarray] = {}
+    for a in range(la + 1):
+        for b in range(lb + 1):
+            shape = (x.shape[0] >> a, x.shape[1] >> b)
+            size = 1 << (a + b)
+            if size == 1:
+                cost = np.full(shape, pen)
+            else:
+                sens = 2.0 * (1.0 - 1.0 / size)
+                noise = laplace_noise(1.0, shape, rng=rng) * (sens / eps_p)
+                cost = np.maximum(block_deviation(x, a, b, real) + noise + pen, pen)
+            pick = np.zeros(shape, np.int8)
+            if a > 0:
+                half = best[(a - 1, b)]
+                split = half[0::2] + half[1::2]
+                better = split < cost
+                cost, pick = np.where(better, split, cost), np.where(better, 1, pick)
+            if b > 0:
+                half = best[(a, b - 1)]
+                split = half[:, 0::2] + half[:, 1::2]
+                better = split < cost
+                cost, pick = np.where(better, split, cost), np.where(better, 2, pick)
+            best[(a, b)], choice[(a, b)] = cost, pick.astype(np.int8)
+    return float(best[(la, lb)][0, 0]), choice
+
+
+def _walk(choice: dict[tuple[int, int], np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+    """Bucket labels of the chosen guillotine partition, depth-first (top, then left first)."""
+    la, lb = _log2_side(shape[0], "rows"), _log2_side(shape[1], "columns")
+    labels = np.empty(shape, np.int64)
+    stack = [(la, lb, 0, 0)]
+    k = 0
+    while stack:
+        a, b, i, j = stack.pop()
+        how = choice[(a, b)][i, j]
+        if how == 0:
+            labels[i << a : (i + 1) << a, j << b : (j + 1) << b] = k
+            k += 1
+        elif how == 1:  # push the bottom half first: the top one is labelled first
+            stack += [(a - 1, b, 2 * i + 1, j), (a - 1, b, 2 * i, j)]
+        else:
+            stack += [(a, b - 1, i, 2 * j + 1), (a, b - 1, i, 2 * j)]
+    return labels
+
+
+def _padded(part: np.ndarray) -> np.ndarray:
+    """``part`` padded with zeros at its end to power-of-two sides."""
+    shape = tuple(1 << int(np.ceil(np.log2(n))) for n in part.shape)
+    out = np.zeros(shape)
+    out[: part.shape[0], : part.shape[1]] = part
+    return out
+
+
+def _peeled(
+    x: np.ndarray, eps_p: float, pen: float, rng: np.random.Generator | None
+) -> tuple[float, np.ndarray]:
+    """NOISE DRAWING — the border layout of a grid's top-left corner, its cost and labels.
+
+    The pieces: cell (0, 0), the rest of row 0, the rest of column 0 and the interior,
+    each partitioned on its own (padded at its end to power-of-two sides; the padding
+    counts in no deviation, :func:`block_deviation`, and buckets of padding only are
+    dropped). Returns the layout's least noisy cost and its labels (depth-first order:
+    corner, row, column, interior).
+    """
+    h, w = x.shape
+    pieces = [  # (rows, columns) of each piece of the layout
+        ((0, 1), (1, w)),
+        ((1, h), (0, 1)),
+        ((1, h), (1, w)),
+    ]
+    total = pen  # the corner: a singleton, cost 1/ε_f without noise
+    labels = np.zeros(x.shape, np.int64)
+    offset = 1
+    for (r0, r1), (c0, c1) in pieces:
+        part = x[r0:r1, c0:c1]
+        padded = _padded(part)
+        cost, choice = _guillotine(padded, eps_p, pen, rng, _padded(np.ones(part.shape)))
+        total += cost
+        labels[r0:r1, c0:c1] = _walk(choice, padded.shape)[: r1 - r0, : c1 - c0] + offset
+        offset = int(labels[r0:r1, c0:c1].max()) + 1
+    _, labels = np.unique(labels, return_inverse=True)  # renumber: padding-only buckets go
+    return total, labels.reshape(x.shape)
+
+
+#: the layouts :func:`box_partition` chooses from with ``borders`` (flips of the grid
+#: that bring the named corner to the top left)
+CORNERS = {"top-left": (), "top-right": (1,), "bottom-left": (0,), "bottom-right": (0, 1)}
 
 
 def box_partition(
@@ -68,6 +183,7 @@ def box_partition(
     eps_p: float,
     eps_f: float,
     *,
+    borders: bool = False,
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """NOISE DRAWING — DAWA's partition of a 2-D grid into aligned dyadic rectangles.
@@ -76,6 +192,9 @@ def box_partition(
         x: the REAL 2-D histogram; both sides powers of two (pad with public zeros).
         eps_p: partition budget spent here (the caller charges it).
         eps_f: budget of the later measurement (sets the per-bucket penalty ``1/ε_f``).
+        borders: also consider the four border layouts (:data:`CORNERS`, both sides ≥ 4):
+            a corner cell, the rest of its row, the rest of its column and the interior,
+            each partitioned on its own; the layout of least noisy cost wins.
         rng: noise source (None → project CSPRNG).
 
     Returns:
@@ -89,44 +208,17 @@ def box_partition(
     x = np.asarray(x, np.float64)
     if x.ndim != 2:
         raise InvalidParameterError(f"x must be a 2-D array, not {x.ndim}-D")
-    la = _log2_side(x.shape[0], "the number of rows")
-    lb = _log2_side(x.shape[1], "the number of columns")
+    _log2_side(x.shape[0], "the number of rows")
+    _log2_side(x.shape[1], "the number of columns")
     pen = 1.0 / eps_f
-    best: dict[tuple[int, int], np.ndarray] = {}
-    choice: dict[tuple[int, int], np.ndarray] = {}  # 0 bucket, 1 halve rows, 2 halve columns
-    for a in range(la + 1):
-        for b in range(lb + 1):
-            shape = (x.shape[0] >> a, x.shape[1] >> b)
-            size = 1 << (a + b)
-            if size == 1:
-                cost = np.full(shape, pen)
-            else:
-                sens = 2.0 * (1.0 - 1.0 / size)
-                noise = laplace_noise(1.0, shape, rng=rng) * (sens / eps_p)
-                cost = np.maximum(block_deviation(x, a, b) + noise + pen, pen)
-            pick = np.zeros(shape, np.int8)
-            if a > 0:
-                half = best[(a - 1, b)]
-                split = half[0::2] + half[1::2]
-                better = split < cost
-                cost, pick = np.where(better, split, cost), np.where(better, 1, pick)
-            if b > 0:
-                half = best[(a, b - 1)]
-                split = half[:, 0::2] + half[:, 1::2]
-                better = split < cost
-                cost, pick = np.where(better, split, cost), np.where(better, 2, pick)
-            best[(a, b)], choice[(a, b)] = cost, pick.astype(np.int8)
-    labels = np.empty(x.shape, np.int64)
-    stack = [(la, lb, 0, 0)]
-    k = 0
-    while stack:
-        a, b, i, j = stack.pop()
-        how = choice[(a, b)][i, j]
-        if how == 0:
-            labels[i << a : (i + 1) << a, j << b : (j + 1) << b] = k
-            k += 1
-        elif how == 1:  # push the bottom half first: the top one is labelled first
-            stack += [(a - 1, b, 2 * i + 1, j), (a - 1, b, 2 * i, j)]
-        else:
-            stack += [(a, b - 1, i, 2 * j + 1), (a, b - 1, i, 2 * j)]
+    gen = resolve_rng(rng)
+    cost, choice = _guillotine(x, eps_p, pen, gen)
+    labels = _walk(choice, x.shape)
+    if borders and min(x.shape) >= 4:
+        rng = child_stream(gen)  # the layouts' own stream: the plain partition draws as alone
+        for axes in CORNERS.values():
+            flip = np.flip(x, axes) if axes else x
+            c, lab = _peeled(flip, eps_p, pen, rng)
+            if c < cost:
+                cost, labels = c, (np.flip(lab, axes) if axes else lab)
     return labels

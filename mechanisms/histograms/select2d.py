@@ -96,6 +96,7 @@ ALGORITHMS_2D = (
     "DAWA-2D",
     "DAWA-2D-aligned",
     "DAWA-2D-boxes",
+    "DAWA-2D-borders",
     "AHP-2D",
     "kd-tree",
     "kd-hierarchical",
@@ -481,7 +482,7 @@ def release_2d(
         if workload == "identity":  # every cell: DAWA measures the buckets directly
             name, boxes = "DAWA-2D-aligned", None
         else:
-            name = "DAWA-2D-boxes"
+            name = "DAWA-2D-borders"
             boxes = default_boxes(x.shape) if boxes is None else boxes
         parts, n_hat = {}, None
         rel = run_2d(name, x, epsilon, boxes=boxes, accountant=acct, rng=rng,

@@ -114,10 +114,11 @@ def test_default_identity_release_is_nonnegative_and_no_worse_per_cell() -> None
 
 
 @pytest.mark.parametrize(
-    ("workload", "chosen"), [("rectangles", "DAWA-2D-boxes"), ("identity", "DAWA-2D-aligned")]
+    ("workload", "chosen"), [("rectangles", "DAWA-2D-borders"), ("identity", "DAWA-2D-aligned")]
 )
 def test_default_release_is_the_dawa_variant_of_its_workload(workload: str, chosen: str) -> None:
-    """The default rule (select2d.DAWA_EVIDENCE): the rectangles partition for rectangles,
+    """The default rule (select2d.DAWA_EVIDENCE): the rectangles partition with its border
+    layouts for rectangles,
     the aligned runs of the curve for cells; the whole ε, the release that algorithm gives
     alone on the same stream (then clamped for cells)."""
     x = _sparse(6, 20.0)
