@@ -22,12 +22,14 @@ in memory; the buckets are then measured with the uniform binary hierarchy over 
 (HB's H₂, Hay et al. VLDB 2010) instead of GreedyH's weights — a deviation from DAWA,
 recorded in the release's ``parts`` name.
 
-The partition step has three candidate families (``partition=``): DPBench's intervals
+The partition step has four candidate families (``partition=``): DPBench's intervals
 of size 2^k anywhere on the curve (``DAWA-2D``), the aligned ones (``DAWA-2D-aligned``,
-fewer candidates, less selection bias), and the grid's aligned dyadic rectangles
+fewer candidates, less selection bias), the grid's aligned dyadic rectangles
 (``DAWA-2D-boxes``, :mod:`~mechanisms.histograms.partitioners2d`: no curve, so a line of
-occupied cells along an axis is one strip instead of many runs). The last two are the
-project's variants, never the published peer.
+occupied cells along an axis is one strip instead of many runs), and those rectangles
+with the four border layouts besides (``DAWA-2D-borders``: a line on a border of the
+grid is cut off in one piece). The last three are the project's variants, never the
+published peer.
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def dawa2d_release(
             the project's DAWA-2D-aligned); ``"boxes"``: the grid's aligned dyadic
             rectangles in guillotine partitions
             (:func:`~mechanisms.histograms.partitioners2d.box_partition`; the project's
-            DAWA-2D-boxes, buckets numbered along the guillotine tree, not the curve).
+            DAWA-2D-boxes, buckets numbered along the guillotine tree, not the curve);
+            ``"borders"``: the same with its four border layouts (DAWA-2D-borders).
         measurement: how a rectangle workload's buckets are measured — ``"greedyh"``
             (DAWA §4–5) or ``"hdmm"`` (HDMM's best weighted hierarchy or p-Identity
             strategy for the rectangles reduced to the buckets, McKenna et al. 2018 §5–6,

@@ -15,11 +15,12 @@ estimate is DP at its share; the choice (and whether the feature is bought at al
 post-processing of them; sequential composition gives ε.
 
 The default rule (``features="dawa"``): for rectangles, DAWA with its partition over the
-grid's aligned dyadic rectangles (``DAWA-2D-boxes``, :mod:`~mechanisms.histograms.dawa2d`,
-:mod:`~mechanisms.histograms.partitioners2d`; the project's variant of DPBench's 2-D DAWA)
-and its buckets measured with HDMM's strategy for the caller's rectangles, with the whole
-ε: on the tuning files it is 0.67 / 0.78 of the best of the ten published algorithms
-(:data:`DAWA_EVIDENCE`), so no feature is bought. For the identity workload, DAWA on the
+grid's aligned dyadic rectangles and its four border layouts (``DAWA-2D-borders``,
+:mod:`~mechanisms.histograms.dawa2d`, :mod:`~mechanisms.histograms.partitioners2d`; the
+project's variant of DPBench's 2-D DAWA) and its buckets measured with HDMM's strategy
+for the caller's rectangles, with the whole ε: on the tuning files it is 0.66 / 0.76 of
+the best of the ten published algorithms (:data:`DAWA_EVIDENCE`), so no feature is
+bought. For the identity workload, DAWA on the
 Hilbert order with its partition over the aligned dyadic intervals of the curve
 (``DAWA-2D-aligned``, less prone than DPBench's candidates to hide records in empty
 buckets; 0.88 / 0.90, then clamped at 0; the rectangles partition is no better there,
@@ -390,7 +391,8 @@ FEATURES_2D = ("dawa", "concentration", "scale", "occupancy")
 #: worst of (algorithm / best of the ten published ones) over the 18 cells per ε
 DAWA_EVIDENCE = """
 rectangles                  ε = 0.1        ε = 1
-DAWA-2D-boxes always        0.670 / 1.33   0.775 / 1.19   (the default; HDMM measurement)
+DAWA-2D-borders always      0.663 / 1.58   0.760 / 1.16   (the default; HDMM measurement)
+DAWA-2D-boxes always        0.670 / 1.33   0.775 / 1.19   (the session-24 default)
   … with GreedyH's          0.694 / 1.46   0.792 / 1.43
 DAWA-2D-aligned always      0.771 / 1.27   0.852 / 1.70   (the session-23 default)
 DAWA-2D always              1.053 / 1.96   1.025 / 1.33   (the session-22 default)
@@ -441,9 +443,9 @@ def release_2d(
     every cell's error).
 
     ``features``:
-        * ``"dawa"`` (default): DAWA-2D-boxes (:mod:`~mechanisms.histograms.dawa2d`)
-          with the whole ε and ``boxes`` as its workload — no feature is bought: 0.67 /
-          0.78 of the best of the ten published algorithms on the tuning files
+        * ``"dawa"`` (default): DAWA-2D-borders (:mod:`~mechanisms.histograms.dawa2d`)
+          with the whole ε and ``boxes`` as its workload — no feature is bought: 0.66 /
+          0.76 of the best of the ten published algorithms on the tuning files
           (:data:`DAWA_EVIDENCE`); for the identity workload DAWA-2D-aligned (every cell:
           the buckets measured directly, then clamped at 0; 0.88 / 0.90 of the best
           before the clamp).
