@@ -226,17 +226,14 @@ def box_partition(
     x = np.asarray(x, np.float64)
     if x.ndim != 2:
         raise InvalidParameterError(f"x must be a 2-D array, not {x.ndim}-D")
-    _log2_side(x.shape[0], "the number of rows")
-    _log2_side(x.shape[1], "the number of columns")
     pen = 1.0 / eps_f
     gen = resolve_rng(rng)
-    cost, choice = _guillotine(x, eps_p, pen, gen)
+    cost, choice = _guillotine(x, eps_p, pen, gen)  # checks the sides before drawing
     labels = _walk(choice, x.shape)
     if borders and min(x.shape) >= 4:
         rng = child_stream(gen)  # the layouts' own stream: the plain partition draws as alone
-        for axes in CORNERS.values():
-            flip = np.flip(x, axes) if axes else x
-            c, lab = _peeled(flip, eps_p, pen, rng)
+        for axes in CORNERS.values():  # np.flip over no axis is the grid itself
+            c, lab = _peeled(np.flip(x, axes), eps_p, pen, rng)
             if c < cost:
-                cost, labels = c, (np.flip(lab, axes) if axes else lab)
+                cost, labels = c, np.flip(lab, axes)
     return labels
