@@ -21,7 +21,9 @@ held-out cells with the features' noise (tree_cv_noisy.json); ``--ceiling`` is a
 diagnosis on the report files (:func:`ceiling`, ceiling.json).
 ``python -m bench.hist_1d_tree --recheck prefix 20 0.12`` re-measures the training cells
 with u ≤ 0.12 with 20 trials and scores the deployed rule's leaves on them at 4 and at
-20 trials (bench/results/hist_1d/recheck.prefix.json).
+20 trials (bench/results/hist_1d/recheck.prefix.json); ``--recheck random 8 1 --level-max
+1.126 --algs DAWA10-HDMM,DAWA15-HDMM,DAWA-HDMM`` the range cells of the rule's low-signal
+leaves, three partition shares, 8 trials (how DAWA15-HDMM was chosen, session 34).
 """
 
 from __future__ import annotations
@@ -322,7 +324,14 @@ def deployed_under_noise(
     return out
 
 
-def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> dict[str, dict]:
+def recheck(
+    cells: dict[str, float],
+    wname: str,
+    trials: int,
+    umax: float,
+    level_max: float = math.inf,
+    algs: tuple[str, ...] = CHOICES,
+) -> dict[str, dict]:
     """The deployed rule's leaves on the training cells with ``u ≤ umax``, re-measured.
 
     The training cells are 4-trial medians, and a data-dependent release's error varies
@@ -330,17 +339,21 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
     (the first 4 are the training grid's, seed for seed) and returns, per leaf of
     :data:`~mechanisms.histograms.select.RULE` and per trial count, each choice's
     geo-mean ratio (projected error / best published), cells over 1.2× and worst.
+    ``level_max``: only cells whose signal level is at most this too; ``algs``: only
+    these choices (the published algorithms always run: they are the reference).
     """
     from bench.hist_1d_grid import medians, run_trials
     from mechanisms.histograms.select import RULE
 
     kind = KIND[wname]
     feats = {
-        k: tuple(v[0]) for k, v in _features(cells, TRUNC_KAPPA).items() if v[0][1] <= umax
+        k: tuple(v[0]) for k, v in _features(cells, TRUNC_KAPPA).items()
+        if v[0][1] <= umax and v[0][0] <= level_max
     }
+    run = (*PUBLISHED, *(a for a in algs if a not in PUBLISHED))
     errors: dict[tuple, list[float]] = {}
     for d, s, e in sorted(feats):
-        errs, _ = run_trials((d,), CHOICES, (int(s),), (float(e),), trials, project=True)
+        errs, _ = run_trials((d,), run, (int(s),), (float(e),), trials, project=True)
         errors.update(errs)
     out: dict[str, dict] = {}
     for first in (4, trials):
@@ -350,7 +363,7 @@ def recheck(cells: dict[str, float], wname: str, trials: int, umax: float) -> di
             key = (d, int(s), float(e), wname)
             best = min(med[(*key, a)] for a in PUBLISHED)
             rows = out.setdefault(f"leaf {leaf}", {}).setdefault(f"{first} trials", {})
-            for a in CHOICES:
+            for a in run:
                 rows.setdefault(a, []).append(med[(*key, a + "+P")] / best)
     for leaf in out.values():
         for first, rows in leaf.items():
@@ -422,7 +435,8 @@ def main() -> None:
     cost is :func:`tail_cost` (with ``--cv``: its held-out score beside the plain fit's,
     tree_cv_tailλ.json); ``--by-source`` with ``--cv``: hold out whole
     :data:`SOURCES` instead of single files (suffix ``_by_source``); ``--recheck WORKLOAD
-    TRIALS UMAX``: :func:`recheck`, written to bench/results/hist_1d/recheck.WORKLOAD.json).
+    TRIALS UMAX [--level-max L] [--algs A,B]``: :func:`recheck`, written to
+    bench/results/hist_1d/recheck.WORKLOAD.json).
     """
     cells = json.loads((OUT / "train_cells.json").read_text())
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 0
@@ -447,7 +461,11 @@ def main() -> None:
     if "--recheck" in sys.argv:
         i = sys.argv.index("--recheck")
         wname, trials, umax = sys.argv[i + 1], int(sys.argv[i + 2]), float(sys.argv[i + 3])
-        res = recheck(cells, wname, trials, umax)
+        level_max = (float(sys.argv[sys.argv.index("--level-max") + 1])
+                     if "--level-max" in sys.argv else math.inf)
+        algs = (tuple(sys.argv[sys.argv.index("--algs") + 1].split(","))
+                if "--algs" in sys.argv else CHOICES)
+        res = recheck(cells, wname, trials, umax, level_max, algs)
         (OUT / f"recheck.{wname}.json").write_text(json.dumps(res, indent=1) + "\n")
         for leaf, by in res.items():
             for first, rows in by.items():

@@ -628,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=ALGORITHMS,
         help="SORTaki Table II configuration, HB, Privelet, GreedyH, MWEM, HDMM, DAWA10, "
-        "DAWA-aligned, DAWA10-aligned, DAWA-HDMM, DAWA10-HDMM, "
+        "DAWA-aligned, DAWA10-aligned, DAWA-HDMM, DAWA10-HDMM, DAWA15-HDMM, "
         "kdtree, cell, a 2-D algorithm (AG, UG, QuadTree, HB-2D, Privelet-2D, DAWA-2D, "
         "DAWA-2D-aligned, DAWA-2D-boxes, DAWA-2D-borders, AHP-2D, kd-hierarchical, "
         "auto-2d = DAWA-2D-borders for "

@@ -236,7 +236,11 @@ def test_tree_least_squares_equals_matrix_gls() -> None:
 
 # --- configurations and budget ----------------------------------------------------------
 @pytest.mark.parametrize(
-    "name", (*TABLE_II, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM")
+    "name",
+    (
+        *TABLE_II, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM",
+        "DAWA15-HDMM",
+    ),
 )
 def test_budget_shares_add_up_to_epsilon(name: str) -> None:
     x = np.random.default_rng(0).poisson(4, 64).astype(float)
@@ -274,6 +278,9 @@ def test_configuration_names() -> None:
     assert parse_config("DAWA10-HDMM").shares() == lean
     assert parse_config("DAWA10-HDMM").measurement == "hdmm"
     assert parse_config("DAWA10").measurement == "greedyh"
+    mid = parse_config("DAWA15-HDMM")
+    assert (mid.shares().gamma_in, mid.shares().gamma_p) == (0.0, pytest.approx(0.15))
+    assert mid.measurement == "hdmm" and not mid.aligned
     with pytest.raises(InvalidParameterError, match="algorithm must be one of"):
         parse_config("FOO")
 
@@ -296,6 +303,25 @@ def test_dawa10_is_dawa_with_only_the_partition_share_changed(discrete: bool, mo
     # parse_config builds its table per call, so the patched share is read
     monkeypatch.setattr(sk, "LEAN_DAWA_PARTITION_SHARE", sk.DAWA_PARTITION_SHARE)
     assert np.array_equal(run("DAWA10"), dawa)
+
+
+def test_dawa15_hdmm_is_dawa10_hdmm_with_only_the_partition_share_changed(monkeypatch) -> None:
+    """DAWA15-HDMM with its share set to DAWA10's releases DAWA10-HDMM's histogram on the
+    same stream (and differs at its own share)."""
+    import mechanisms.histograms.sortaki as sk
+
+    x = np.random.default_rng(3).poisson(3, 128).astype(float)
+    x[40:90] = 0.0
+    wl = (np.array([0, 7, 30]), np.array([128, 60, 31]))
+
+    def run(name: str) -> np.ndarray:
+        rng = np.random.default_rng(11)
+        return release_histogram(name, x, 0.5, rng=rng, workload=wl).estimate
+
+    mid, lean = run("DAWA15-HDMM"), run("DAWA10-HDMM")
+    assert not np.array_equal(mid, lean)
+    monkeypatch.setattr(sk, "MID_DAWA_PARTITION_SHARE", sk.LEAN_DAWA_PARTITION_SHARE)
+    assert np.array_equal(run("DAWA15-HDMM"), lean)
 
 
 @pytest.mark.parametrize("name", ["DAWA-aligned", "DAWA10-aligned"])
