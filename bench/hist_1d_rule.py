@@ -32,7 +32,7 @@ CANDIDATES = ("Identity", "HB", "Privelet", "DAWA", "AHP", "DPC", "HDMM")
 #: HDMM's measurement of the buckets)
 EXTRA = (
     "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM", "Identity-SURE",
-    "Identity-HP",
+    "Identity-HP", "DAWA15-HDMM",
 )
 SCALES = (10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7)
 #: trials per training cell (medians)

@@ -56,7 +56,7 @@ PUBLISHED = ("Identity", "HB", "DAWA", "AHP", "DPC", "HDMM", "Privelet")
 #: measurement of the buckets (``-HDMM``)
 CHOICES = (
     *PUBLISHED, "DAWA10", "DAWA-aligned", "DAWA10-aligned", "DAWA-HDMM", "DAWA10-HDMM",
-    "Identity-SURE", "Identity-HP",
+    "Identity-SURE", "Identity-HP", "DAWA15-HDMM",
 )
 #: truncation levels tried (the rule's κ is the one with the best training fit)
 KAPPAS = (0.5, 1.0, 2.0, 4.0)
@@ -336,16 +336,13 @@ def recheck(
 
     The training cells are 4-trial medians, and a data-dependent release's error varies
     by a factor of 3–4 between trials; this runs those cells again with ``trials`` trials
-    (the first 4 are the training grid's, seed for seed) and returns, per leaf of
-    :data:`~mechanisms.histograms.select.RULE` and per trial count, each choice's
-    geo-mean ratio (projected error / best published), cells over 1.2× and worst.
+    (the first 4 are the training grid's, seed for seed; every trial's error is written to
+    bench/results/hist_1d/recheck_cells.WORKLOAD.json) and returns :func:`recheck_scores`.
     ``level_max``: only cells whose signal level is at most this too; ``algs``: only
     these choices (the published algorithms always run: they are the reference).
     """
-    from bench.hist_1d_grid import medians, run_trials
-    from mechanisms.histograms.select import RULE
+    from bench.hist_1d_grid import run_trials
 
-    kind = KIND[wname]
     feats = {
         k: tuple(v[0]) for k, v in _features(cells, TRUNC_KAPPA).items()
         if v[0][1] <= umax and v[0][0] <= level_max
@@ -355,24 +352,78 @@ def recheck(
     for d, s, e in sorted(feats):
         errs, _ = run_trials((d,), run, (int(s),), (float(e),), trials, project=True)
         errors.update(errs)
+    (OUT / f"recheck_cells.{wname}.json").write_text(
+        json.dumps({"|".join(map(str, k)): v for k, v in errors.items()}) + "\n"
+    )
+    return recheck_scores(errors, wname, trials, run)
+
+
+def recheck_scores(
+    errors: dict[tuple, list[float]], wname: str, trials: int, run: tuple[str, ...]
+) -> dict[str, dict]:
+    """:func:`recheck`'s figures from every trial's error, per trial count (4, ``trials``).
+
+    Per leaf of :data:`~mechanisms.histograms.select.RULE` (cells placed by their
+    noise-free features): each choice's geo-mean ratio (projected error / best published),
+    cells over 1.2× and worst. And, under ``"features' noise"``, the rule as
+    :func:`~mechanisms.histograms.select.auto_release` meets it: every cell with 32 draws
+    of its DP features, and per leaf and choice the score over *all* the cells of the rule
+    with that leaf's choice replaced — what swapping one leaf's algorithm would do, the
+    cells the features' noise moves across a threshold included (a draw landing in a leaf
+    whose choice was not run counts its cell's noise-free leaf).
+    """
+    from bench.hist_1d_grid import medians
+    from mechanisms.histograms.select import RULE
+
+    kind = KIND[wname]
+    keys = {(d, str(s), str(e)) for d, s, e, *_ in errors}
+    as_cells = {f"{d}|{s}|{e}|{wname}|-": 0.0 for d, s, e in keys}
+    clean = {k: tuple(v[0]) for k, v in _features(as_cells, TRUNC_KAPPA).items()}
+    noisy = _features(as_cells, TRUNC_KAPPA, 32)
+    leaves = [a for _, a in RULE[kind]]
+
+    def leaf_of(fv: tuple) -> int:
+        return next(i for i, (b, _) in enumerate(RULE[kind]) if box_holds(b, fv))
+
+    def stats(v: list[float]) -> dict:
+        return {"geo_mean": round(math.exp(sum(map(math.log, v)) / len(v)), 3),
+                "over_1.2": sum(x > 1.2 for x in v), "worst": round(max(v), 2), "cells": len(v)}
+
     out: dict[str, dict] = {}
     for first in (4, trials):
         med = medians(errors, first)
-        for (d, s, e), fv in feats.items():
-            leaf = next(a for b, a in RULE[kind] if box_holds(b, fv))
+        ratio = {}
+        for d, s, e in sorted(keys):
             key = (d, int(s), float(e), wname)
             best = min(med[(*key, a)] for a in PUBLISHED)
-            rows = out.setdefault(f"leaf {leaf}", {}).setdefault(f"{first} trials", {})
+            ratio[(d, s, e)] = {a: med[(*key, a + "+P")] / best for a in run}
+        per_leaf: dict[str, dict[str, list[float]]] = {}
+        for c, r in ratio.items():
+            rows = per_leaf.setdefault(f"leaf {leaves[leaf_of(clean[c])]}", {})
             for a in run:
-                rows.setdefault(a, []).append(med[(*key, a + "+P")] / best)
-    for leaf in out.values():
-        for first, rows in leaf.items():
-            leaf[first] = {
-                a: {"geo_mean": round(math.exp(sum(map(math.log, v)) / len(v)), 3),
-                    "over_1.2": sum(x > 1.2 for x in v), "worst": round(max(v), 2),
-                    "cells": len(v)}
-                for a, v in rows.items()
-            }
+                rows.setdefault(a, []).append(r[a])
+        for name, rows in per_leaf.items():
+            out.setdefault(name, {})[f"{first} trials"] = {a: stats(v) for a, v in rows.items()}
+        swapped: dict[str, dict[str, list[float]]] = {}
+        for i, leaf in enumerate(leaves):
+            if not any(leaf_of(clean[c]) == i for c in ratio):
+                continue  # no re-measured cell lies in this leaf
+            for a in run:
+                v = []
+                for c, r in ratio.items():
+                    logs = []
+                    for fv in noisy[c]:
+                        j = leaf_of(tuple(fv))
+                        pick = a if j == i else leaves[j]
+                        if pick not in r:
+                            pick = leaves[leaf_of(clean[c])]
+                        logs.append(math.log(r[pick]) if pick in r else math.nan)
+                    v.append(math.exp(sum(logs) / len(logs)))
+                if not any(math.isnan(x) for x in v):
+                    swapped.setdefault(f"leaf {leaf}", {})[a] = v
+        out.setdefault("features' noise, one leaf's choice replaced", {})[f"{first} trials"] = {
+            leaf: {a: stats(v) for a, v in rows.items()} for leaf, rows in swapped.items()
+        }
     return out
 
 
@@ -469,7 +520,7 @@ def main() -> None:
         (OUT / f"recheck.{wname}.json").write_text(json.dumps(res, indent=1) + "\n")
         for leaf, by in res.items():
             for first, rows in by.items():
-                print(leaf, first, {a: r["geo_mean"] for a, r in rows.items()})
+                print(leaf, first, json.dumps(rows))
         return
     if tail:  # the tail-weighted fit's held-out score against the plain fit's
         suffix += f"_tail{tail:g}"

@@ -16,7 +16,7 @@ import pytest
 
 from bench import hist_1d_tree as tree
 from bench.tails import TAIL_ALPHA, tail_significance
-from mechanisms.histograms.select import box_holds, feature_vector
+from mechanisms.histograms.select import RULE, box_holds, feature_vector
 
 
 def _leaf_or_split(f: np.ndarray, c: np.ndarray, idx: list[int], min_leaf: int) -> float:
@@ -127,3 +127,47 @@ def test_tail_cost_charges_only_the_excess_over_the_bound() -> None:
     two = np.log(np.array([[0.7, 1.0], [0.7, 1.0], [2.0, 1.1]]))
     assert two.sum(axis=0).argmin() == 0
     assert tree.tail_cost(two, 2.0).sum(axis=0).argmin() == 1
+
+
+def test_recheck_scores_places_cells_by_leaf_and_replays_the_features_noise(monkeypatch) -> None:
+    """Per leaf, each choice's geo-mean over the cells whose noise-free features fall in it;
+    under the features' noise, a leaf's choice replaced is scored over every cell, each
+    draw taking the choice of the leaf it lands in (hand-computed on two cells)."""
+    clean = {("X", "1000", "0.1"): (0.0, 0.05), ("Y", "1000", "0.1"): (0.0, 0.5)}
+    noisy = {  # X: half the draws cross û = 0.108 into the second range leaf
+        ("X", "1000", "0.1"): np.array([(0.0, 0.05)] * 16 + [(0.0, 0.5)] * 16),
+        ("Y", "1000", "0.1"): np.array([(0.0, 0.5)] * 32),
+    }
+
+    def fake(cells, kappa, draws=0):  # type: ignore[no-untyped-def]
+        return noisy if draws else {k: np.array([v]) for k, v in clean.items()}
+
+    monkeypatch.setattr(tree, "_features", fake)
+    # X and Y lie in the range rule's first two leaves (low signal, û ≤ / > 0.108)
+    (box1, first), (box2, second) = RULE["range"][:2]
+    assert first != second
+    assert box_holds(box1, clean[("X", "1000", "0.1")])
+    assert not box_holds(box1, clean[("Y", "1000", "0.1")])
+    assert box_holds(box2, clean[("Y", "1000", "0.1")])
+    errors: dict[tuple, list[float]] = {}
+    for d, mine in (("X", (2.0, 1.0)), ("Y", (1.5, 3.0))):
+        for a in tree.PUBLISHED:
+            errors[(d, 1000, 0.1, "random", a)] = [1.0] * 8
+        errors[(d, 1000, 0.1, "random", first + "+P")] = [mine[0]] * 8
+        errors[(d, 1000, 0.1, "random", second + "+P")] = [mine[1]] * 8
+    res = tree.recheck_scores(errors, "random", 8, (first, second))
+    leaf = res[f"leaf {first}"]["8 trials"]
+    assert leaf[first]["geo_mean"] == 2.0 and leaf[second]["geo_mean"] == 1.0
+    leaf = res[f"leaf {second}"]["8 trials"]
+    assert leaf[first]["geo_mean"] == 1.5 and leaf[second]["geo_mean"] == 3.0
+    swap = res["features' noise, one leaf's choice replaced"]["8 trials"]
+    # the deployed rule: X half 2.0 / half 1.0, Y 3.0
+    want = math.exp((math.log(2.0) / 2 + math.log(3.0)) / 2)
+    assert swap[f"leaf {first}"][first]["geo_mean"] == pytest.approx(want, abs=1e-3)
+    assert swap[f"leaf {second}"][second]["geo_mean"] == pytest.approx(want, abs=1e-3)
+    # the first leaf's choice replaced: X is 1.0 on every draw
+    assert swap[f"leaf {first}"][second]["geo_mean"] == pytest.approx(math.sqrt(3), abs=1e-3)
+    # the second leaf's choice replaced: X is 2.0 on every draw, Y 1.5
+    assert swap[f"leaf {second}"][first]["geo_mean"] == pytest.approx(math.sqrt(3), abs=1e-3)
+    assert swap[f"leaf {second}"][first]["over_1.2"] == 2
+    assert set(swap) == {f"leaf {first}", f"leaf {second}"}  # leaves no cell lies in: left out
