@@ -127,9 +127,9 @@ Box = tuple[tuple[int, str, float], ...]
 #: the 7 ≤ 1.27); by source 0.962, worst 1.33 (without it 0.960, worst 2.27). Session 34:
 #: the range leaf at low signal and û > 0.108 picks ``DAWA15-HDMM`` (15 % of ε on the
 #: partition) instead of DAWA10-HDMM — same boxes; its training cells re-measured with 8
-#: trials (``bench/hist_1d_tree.py --recheck random 8 1 --level-max 1.126``): geo-mean 0.839
-#: against 0.837, worst cell 1.24 against 1.58, and over the low-signal range cells with
-#: the features' noise 0.888 against 0.894 (docs/histograms-1d.md "DAWA15-HDMM").
+#: trials (``bench/hist_1d_tree.py --recheck random 8 1 --level-max 1.126``): geo-mean 0.845
+#: against 0.843, worst cell 1.24 against 1.58, and over the low-signal range cells with
+#: the features' noise 0.893 against 0.899 (docs/histograms-1d.md "DAWA15-HDMM").
 RULE: dict[str, tuple[tuple[Box, str], ...]] = {
     "identity": (
         (((1, "<=", 0.208), (0, "<=", -0.222)), "DAWA-aligned"),
