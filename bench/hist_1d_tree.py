@@ -378,8 +378,6 @@ def recheck_scores(
     kind = KIND[wname]
     keys = {(d, str(s), str(e)) for d, s, e, *_ in errors}
     as_cells = {f"{d}|{s}|{e}|{wname}|-": 0.0 for d, s, e in keys}
-    clean = {k: tuple(v[0]) for k, v in _features(as_cells, TRUNC_KAPPA).items()}
-    noisy = _features(as_cells, TRUNC_KAPPA, 32)
     leaves = [a for _, a in RULE[kind]]
 
     def leaf_of(fv: tuple) -> int:
@@ -389,6 +387,12 @@ def recheck_scores(
         return {"geo_mean": round(math.exp(sum(map(math.log, v)) / len(v)), 3),
                 "over_1.2": sum(x > 1.2 for x in v), "worst": round(max(v), 2), "cells": len(v)}
 
+    # each cell's leaf by its noise-free features, and the leaf of each of its 32 draws
+    home = {k: leaf_of(tuple(v[0])) for k, v in _features(as_cells, TRUNC_KAPPA).items()}
+    drawn = {
+        k: [leaf_of(tuple(fv)) for fv in v]
+        for k, v in _features(as_cells, TRUNC_KAPPA, 32).items()
+    }
     out: dict[str, dict] = {}
     for first in (4, trials):
         med = medians(errors, first)
@@ -399,27 +403,24 @@ def recheck_scores(
             ratio[(d, s, e)] = {a: med[(*key, a + "+P")] / best for a in run}
         per_leaf: dict[str, dict[str, list[float]]] = {}
         for c, r in ratio.items():
-            rows = per_leaf.setdefault(f"leaf {leaves[leaf_of(clean[c])]}", {})
+            rows = per_leaf.setdefault(f"leaf {leaves[home[c]]}", {})
             for a in run:
                 rows.setdefault(a, []).append(r[a])
         for name, rows in per_leaf.items():
             out.setdefault(name, {})[f"{first} trials"] = {a: stats(v) for a, v in rows.items()}
         swapped: dict[str, dict[str, list[float]]] = {}
         for i, leaf in enumerate(leaves):
-            if not any(leaf_of(clean[c]) == i for c in ratio):
+            if i not in home.values():
                 continue  # no re-measured cell lies in this leaf
             for a in run:
                 v = []
                 for c, r in ratio.items():
-                    logs = []
-                    for fv in noisy[c]:
-                        j = leaf_of(tuple(fv))
-                        pick = a if j == i else leaves[j]
-                        if pick not in r:
-                            pick = leaves[leaf_of(clean[c])]
-                        logs.append(math.log(r[pick]) if pick in r else math.nan)
-                    v.append(math.exp(sum(logs) / len(logs)))
-                if not any(math.isnan(x) for x in v):
+                    picks = [a if j == i else leaves[j] for j in drawn[c]]
+                    picks = [p if p in r else leaves[home[c]] for p in picks]
+                    if any(p not in r for p in picks):
+                        break  # a choice this run did not measure: no score for (leaf, a)
+                    v.append(math.exp(sum(math.log(r[p]) for p in picks) / len(picks)))
+                else:
                     swapped.setdefault(f"leaf {leaf}", {})[a] = v
         out.setdefault("features' noise, one leaf's choice replaced", {})[f"{first} trials"] = {
             leaf: {a: stats(v) for a, v in rows.items()} for leaf, rows in swapped.items()
