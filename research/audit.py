@@ -64,7 +64,7 @@ from research.attacker import (
     priors,
     true_count_posterior,
 )
-from research.report import Report, new_figure, stacked_classes
+from research.report import Report, new_figure, stacked_classes, write_table
 
 AUDITED: tuple[str, ...] = ("true", "laplace-known", "laplace", "pegasus", "ttl", "dp-bound")
 #: audited rows computed from a formula, with no released stream of their own
@@ -439,6 +439,11 @@ def _check_audited(mechanisms: Sequence[str]) -> None:
         raise InvalidParameterError(f"mechanisms must be among {list(AUDITED)}, not {bad}")
 
 
+def _cell(c: object) -> str:
+    """A summary-table value as the CLI prints it (floats to one decimal)."""
+    return f"{c:.1f}" if isinstance(c, float) else str(c)
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``occustream audit``."""
     args = build_parser().parse_args(argv)
@@ -463,10 +468,7 @@ def main(argv: list[str]) -> int:
         fig = audit_delta.plot(rows, data.hour[data.eval_mask],
                                args.report / "fig_4_3_to_4_6_delta.png")
         headers, table = audit_delta.table(rows)
-        print("\t".join(headers))
-        for r in table:
-            print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
-        print(f"figure: {fig}")
+        write_table(headers, table, f"figure: {fig}", cell=_cell)
         return 0
     if args.day_night:
         by = equal_utility_params_by_period(data, args.target)
@@ -479,11 +481,9 @@ def main(argv: list[str]) -> int:
         path = write_report(results, params, data, args.report, args.format,
                             note=f"tuned to {args.target:.0%} colour utility per period")
         headers, rows = summary_rows(results)
-        print("\t".join(headers))
-        for r in rows:
-            print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
-        print("parameters: " + ", ".join(f"{k}={v:.4g}" for k, v in params.items()))
-        print(f"report: {path}")
+        write_table(headers, rows,
+                    "parameters: " + ", ".join(f"{k}={v:.4g}" for k, v in params.items()),
+                    f"report: {path}", cell=_cell)
         return 0
     note = "given"
     if any(v is None for v in given.values()):
@@ -502,8 +502,5 @@ def main(argv: list[str]) -> int:
     )
     path = write_report(results, params, data, args.report, args.format, note=note)
     headers, rows = summary_rows(results)
-    print("\t".join(headers))
-    for r in rows:
-        print("\t".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in r))
-    print(f"report: {path}")
+    write_table(headers, rows, f"report: {path}", cell=_cell)
     return 0

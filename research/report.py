@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,22 @@ def fmt(x: Any, digits: int = 3) -> str:
             return "—" if np.isnan(x) else ("∞" if x > 0 else "−∞")
         return f"{x:.{digits}g}"
     return str(x)
+
+
+def write_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *lines: str,
+    cell: Any = str,
+) -> None:
+    """A CLI's result on standard output: the table, then ``lines``.
+
+    Tab-separated, ``cell`` formatting each value; ``lines`` follow (e.g. ``"report:
+    <path>"``). Standard output, not logging: it is the command's answer, for a terminal
+    or a pipe.
+    """
+    out = ["\t".join(headers), *("\t".join(cell(c) for c in r) for r in rows), *lines]
+    sys.stdout.write("\n".join(out) + "\n")
 
 
 @dataclass

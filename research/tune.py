@@ -12,6 +12,7 @@ from pathlib import Path
 from mechanisms.errors import InvalidParameterError
 from research import evaluate as ev
 from research.evaluate import add_data_arguments
+from research.report import write_table
 from research.tuning import rows_table
 
 
@@ -55,8 +56,5 @@ def main(argv: list[str]) -> int:
     rows = ev.tune_table(data, mechs, targets, runs=args.runs, utility=args.utility)
     path = ev.write_tune_report(rows, data, args.out, args.format, utility=args.utility)
     headers, body = rows_table(rows)
-    print("\t".join(headers))
-    for r in body:
-        print("\t".join(str(c) for c in r))
-    print(f"report: {path}")
+    write_table(headers, body, f"report: {path}")
     return 0
